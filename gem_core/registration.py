@@ -365,7 +365,8 @@ def make(
 
     Args:
         id: a registered id or an `EnvSpec`.
-        max_turns: override the spec's turn limit.
+        max_turns: override the spec's turn limit (also passed to the constructor when
+            the spec's kwargs hold ``max_turns``, i.e. the env owns its turn budget).
         disable_env_checker: override the spec's passive-checker setting.
         wrappers: more wrappers to apply outermost.
         **kwargs: constructor arguments (override the spec's defaults).
@@ -389,6 +390,10 @@ def make(
             ) from e
     else:
         factory = env_spec.entry_point
+    if max_turns is not None and "max_turns" in env_spec.kwargs:
+        # An env that owns its turn budget (it appears in its instructions) gets the
+        # override too, so the text and the TimeLimit agree.
+        all_kwargs["max_turns"] = max_turns
     _check_kwargs(env_spec.id, factory, all_kwargs)
 
     try:

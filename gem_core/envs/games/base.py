@@ -1,0 +1,245 @@
+"""The shared base of language games: parse → validate → apply → reward → render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from gem_core.core import Env
+
+__all__ = [
+    "LanguageGame",
+    "MoveResult",
+    "extract_last_boxed",
+    "FORMAT_ERROR_MODES",
+    "MAX_BOX_CHARS",
+]
+
+FORMAT_ERROR_MODES = ("terminate", "retry")
+# Box contents longer than this are a format error (no game move is that long).
+MAX_BOX_CHARS = 2_000
+_BOX = "\\boxed{"
+
+
+def extract_last_boxed(text: str) -> str | None:
+    r"""The content of the last *complete* ``\boxed{...}`` in ``text`` (braces may nest).
+
+    An unclosed box at the end is skipped in favour of the last complete one before it.
+    Returns ``None`` when there is no complete box.
+
+    >>> extract_last_boxed(r"first \boxed{1} then \boxed{{2}} and \boxed{3")
+    '{2}'
+    """
+    end = len(text)
+    while True:
+        start = text.rfind(_BOX, 0, end)
+        if start < 0:
+            return None
+        i = start + len(_BOX)
+        close = text.find("}", i, i + MAX_BOX_CHARS + 1)
+        if close >= 0 and text.find("{", i, close) < 0:
+            return text[i:close]  # fast path: no nested braces
+        depth = 1
+        close = -1
+        # Scan for the matching brace; stop early on a long box.
+        limit = min(len(text), i + MAX_BOX_CHARS + 1)
+        j = i
+        while j < limit:
+            c = text[j]
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    close = j
+                    break
+            j += 1
+        if close >= 0:
+            return text[i:close]
+        if j >= limit and limit < len(text):
+            # Too long to be a move: report it as the (unparsable) content.
+            return text[i:limit]
+        end = start  # unclosed: try the box before it
+
+
+@dataclass
+class MoveResult:
+    """What applying one parsed move did.
+
+    Attributes:
+        feedback: text shown to the agent about this move (the board is added by the base).
+        reward: the reward for this turn.
+        terminated: the game is over (won or lost).
+        success: the game was won (only meaningful when ``terminated``).
+        invalid: the move parsed but broke a rule (no state change).
+    """
+
+    feedback: str
+    reward: float = 0.0
+    terminated: bool = False
+    success: bool = False
+    invalid: bool = False
+
+
+class LanguageGame(Env[str, str]):
+    r"""Base class of the text games; a subclass holds only its rules.
+
+    Flow of one `step`:
+
+    1. **parse**: the action must be a string holding ``\boxed{...}`` (the last complete
+       box wins); `parse_move` turns the box content into a move, or ``None``.
+       Anything else is a *format error*: reward ``format_penalty`` (default -0.1); with
+       ``format_error="terminate"`` (the reference behaviour) the episode ends, with
+       ``"retry"`` the agent is told the expected format and may try again (the turn
+       still counts toward ``max_turns``).
+    2. **validate and apply**: `apply_move` checks the move against the rules and
+       changes the state, returning a `MoveResult`. A parsable move that breaks a rule
+       (``invalid=True``) leaves the state unchanged; its reward is the game's own
+       (``invalid_penalty``, default 0.0) and the observation says what was wrong.
+    3. **render**: the observation of every turn is the whole view the agent needs —
+       the feedback on this move followed by `render` (the board / state).
+    4. **end**: ``terminated`` when the game is won or lost; ``truncated`` when the turn
+       budget ``max_turns`` runs out first. ``info["success"]`` is on every step (False
+       until the game is won) and therefore on the final one.
+
+    ``info`` keys: ``success``, ``turn``, ``format_error``, ``invalid_action`` and, when
+    the action parsed, ``parsed_action`` (the box content).
+
+    Subclass hooks: `configure` (draw a configuration for ``-random`` variants from
+    ``self.rng``), `new_game`, `instructions`, `render`, `parse_move`, `apply_move`,
+    `state_summary`, `sample_random_action`, and the class attribute ``title``.
+    """
+
+    title: ClassVar[str] = "Game"
+    metadata = {"category": "game"}
+
+    def __init__(
+        self,
+        *,
+        max_turns: int | None = None,
+        format_error: str = "terminate",
+        format_penalty: float = -0.1,
+        invalid_penalty: float = 0.0,
+    ):
+        if format_error not in FORMAT_ERROR_MODES:
+            raise ValueError(
+                f"format_error must be one of {FORMAT_ERROR_MODES}, got {format_error!r}"
+            )
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+        ):
+            raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
+        self._max_turns_arg = max_turns
+        self.max_turns: int = max_turns or 1
+        self.format_error = format_error
+        self.format_penalty = float(format_penalty)
+        self.invalid_penalty = float(invalid_penalty)
+        self.turn = 0
+        self.done = False
+        self.success = False
+
+    # --- hooks for subclasses -------------------------------------------------------
+    def configure(self) -> None:
+        """Draw any unset (``None``) settings from ``self.rng`` (``-random`` variants).
+
+        Must also set ``self.max_turns`` when the ``max_turns`` argument was ``None``.
+        """
+
+    def new_game(self) -> None:
+        """Set up a fresh game from ``self.rng``."""
+        raise NotImplementedError
+
+    def instructions(self) -> str:
+        """The rules, the action format and the turn budget (shown at reset)."""
+        raise NotImplementedError
+
+    def render(self) -> str:
+        """The current view of the game (board, guesses so far, ...)."""
+        raise NotImplementedError
+
+    def parse_move(self, content: str) -> Any | None:
+        """Turn the box content into a move, or ``None`` for a format error."""
+        raise NotImplementedError
+
+    def apply_move(self, move: Any) -> MoveResult:
+        """Validate and apply a parsed move."""
+        raise NotImplementedError
+
+    def state_summary(self) -> str:
+        """A compact summary of the episode so far (for the ``summary`` history format)."""
+        return self.render()
+
+    def format_hint(self) -> str:
+        """One line telling the agent the expected action format."""
+        return r"Put your move in \boxed{...}."
+
+    # --- the Env API --------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if self._max_turns_arg is not None:
+            self.max_turns = self._max_turns_arg
+        self.configure()
+        self.turn = 0
+        self.done = False
+        self.success = False
+        self.new_game()
+        return f"{self.instructions()}\n\n{self.render()}", {"turn": 0, "success": False}
+
+    def step(self, action: str):
+        self.turn += 1
+        content = extract_last_boxed(action) if isinstance(action, str) else None
+        move = None
+        if content is not None and len(content) <= MAX_BOX_CHARS:
+            try:
+                move = self.parse_move(content)
+            except (ValueError, TypeError, OverflowError):
+                move = None
+        if move is None:
+            return self._format_error(action, content)
+
+        result = self.apply_move(move)
+        terminated = result.terminated
+        self.success = bool(result.success and terminated)
+        truncated = not terminated and self.turn >= self.max_turns
+        self.done = terminated or truncated
+        info = {
+            "success": self.success,
+            "turn": self.turn,
+            "format_error": False,
+            "invalid_action": result.invalid,
+            "parsed_action": content,
+        }
+        obs = result.feedback
+        if not terminated:
+            obs = f"{obs}\n\n{self.render()}"
+            if truncated:
+                obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
+        return obs, float(result.reward), terminated, truncated, info
+
+    def _format_error(self, action: Any, content: str | None):
+        if not isinstance(action, str):
+            why = f"the action must be text, got {type(action).__name__}"
+        elif content is None:
+            why = r"no complete \boxed{...} found"
+        else:
+            shown = content if len(content) <= 40 else content[:37] + "..."
+            why = f"could not read a move from \\boxed{{{shown}}}"
+        info = {
+            "success": False,
+            "turn": self.turn,
+            "format_error": True,
+            "invalid_action": True,
+        }
+        if self.format_error == "terminate":
+            self.done = True
+            obs = f"Format error at turn {self.turn}: {why}. Game over. {self.format_hint()}"
+            return obs, self.format_penalty, True, False, info
+        truncated = self.turn >= self.max_turns
+        self.done = truncated
+        obs = f"Format error at turn {self.turn}: {why}. {self.format_hint()}\n\n{self.render()}"
+        if truncated:
+            obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
+        return obs, self.format_penalty, False, truncated, info
+
+    def sample_random_action(self) -> str:
+        raise NotImplementedError

@@ -1,0 +1,139 @@
+"""Guess The Number: find a hidden integer from higher/lower hints."""
+
+from __future__ import annotations
+
+import math
+
+from gem_core.envs.games.base import LanguageGame, MoveResult
+
+__all__ = ["GuessTheNumberEnv", "oracle"]
+
+
+class GuessTheNumberEnv(LanguageGame):
+    r"""Guess a hidden integer in ``[min_number, max_number]``; each guess gets a hint.
+
+    Observation: the rules at reset; then the hint for the last guess and the list of
+        guesses so far with their hints.
+    Action: ``\boxed{N}`` with N an integer.
+    Rewards: 1.0 for the correct number (terminates, success). A wrong in-range guess
+        that narrows the interval pays ``progress_scale * (removed / initial size)``;
+        summed over an episode these progress rewards stay in ``[0, progress_scale]``
+        (default 0.1, so they never outweigh winning). Repeated or out-of-range guesses
+        are invalid moves (``invalid_penalty``, default 0.0; no state change). A format
+        error pays ``format_penalty`` (-0.1) and ends the episode by default.
+    Episode end: terminated on the right guess; truncated after ``max_turns`` turns.
+    Arguments:
+        min_number, max_number: the range (``None``: drawn at each reset, -random).
+        max_turns: turn budget (``None``: ⌈log₂(range size)⌉ + 2 at each reset).
+        progress_scale: total progress reward available in one episode.
+        format_error, format_penalty, invalid_penalty: see `LanguageGame`.
+    Variants: easy 1–10 in 4 turns; hard 1–50 in 7 turns; random: min in [1, 10], max
+        in [min + 5, min + 50].
+    Version history: v0 — the reference GEM's ids and ranges.
+    """
+
+    title = "Guess The Number"
+
+    def __init__(
+        self,
+        min_number: int | None = 1,
+        max_number: int | None = 20,
+        max_turns: int | None = 20,
+        progress_scale: float = 0.1,
+        **game_kwargs,
+    ):
+        super().__init__(max_turns=max_turns, **game_kwargs)
+        if (min_number is None) != (max_number is None):
+            raise ValueError("min_number and max_number must both be set or both be None")
+        if min_number is not None and not (isinstance(min_number, int) and isinstance(max_number, int) and min_number < max_number):
+            raise ValueError(f"need integers min_number < max_number, got {min_number!r}, {max_number!r}")
+        self._range_arg = (min_number, max_number)
+        self.min_number = min_number or 1
+        self.max_number = max_number or 2
+        self.progress_scale = float(progress_scale)
+        self.target = self.min_number
+        self.low = self.min_number
+        self.high = self.max_number
+        self.guesses: list[tuple[int, str]] = []
+
+    def configure(self) -> None:
+        lo, hi = self._range_arg
+        if lo is None:
+            lo = self.rng.randint(1, 10)
+            hi = self.rng.randint(lo + 5, lo + 50)
+        self.min_number, self.max_number = lo, hi
+        if self._max_turns_arg is None:
+            self.max_turns = math.ceil(math.log2(hi - lo + 1)) + 2
+
+    def new_game(self) -> None:
+        self.target = self.rng.randint(self.min_number, self.max_number)
+        self.low, self.high = self.min_number, self.max_number
+        self.guesses = []
+
+    def instructions(self) -> str:
+        return (
+            f"You are playing {self.title}. Find the hidden integer between {self.min_number} "
+            f"and {self.max_number} (inclusive) within {self.max_turns} turns. After each guess "
+            "you are told whether the target is higher or lower. Give each guess as \\boxed{N}, "
+            f"for example \\boxed{{{(self.min_number + self.max_number) // 2}}}."
+        )
+
+    def format_hint(self) -> str:
+        return r"Give your guess as \boxed{N} with N an integer."
+
+    def render(self) -> str:
+        if not self.guesses:
+            return "No guesses yet. Enter your first guess."
+        history = ", ".join(f"{g} ({h})" for g, h in self.guesses)
+        return f"Guesses so far: {history}. Enter your next guess."
+
+    def state_summary(self) -> str:
+        return f"Range {self.min_number}-{self.max_number}; target in [{self.low}, {self.high}]. " + self.render()
+
+    def parse_move(self, content: str) -> int | None:
+        content = content.strip()
+        if not content or len(content) > 30:
+            return None
+        return int(content)
+
+    def apply_move(self, guess: int) -> MoveResult:
+        if guess < self.min_number or guess > self.max_number:
+            return MoveResult(
+                f"Turn {self.turn}: {guess} is outside the range {self.min_number}-{self.max_number}.",
+                self.invalid_penalty,
+                invalid=True,
+            )
+        if any(g == guess for g, _ in self.guesses):
+            return MoveResult(
+                f"Turn {self.turn}: you already guessed {guess}.", self.invalid_penalty, invalid=True
+            )
+        if guess == self.target:
+            self.guesses.append((guess, "correct"))
+            return MoveResult(
+                f"Correct! The number was {self.target}; found in {self.turn} turns.",
+                1.0,
+                terminated=True,
+                success=True,
+            )
+        size = self.max_number - self.min_number + 1
+        before = self.high - self.low + 1
+        if guess < self.target:
+            hint = "higher"
+            self.low = max(self.low, guess + 1)
+        else:
+            hint = "lower"
+            self.high = min(self.high, guess - 1)
+        removed = before - (self.high - self.low + 1)
+        self.guesses.append((guess, hint))
+        return MoveResult(
+            f"Turn {self.turn}: you guessed {guess}; the target is {hint} than {guess}.",
+            self.progress_scale * removed / size,
+        )
+
+    def sample_random_action(self) -> str:
+        return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"
+
+
+def oracle(env: GuessTheNumberEnv) -> str:
+    """Binary search over the interval still consistent with the hints."""
+    return f"\\boxed{{{(env.low + env.high) // 2}}}"
