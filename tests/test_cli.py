@@ -1,0 +1,88 @@
+"""Tests for the `gem` command line."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+from gem_core.cli import main, play
+
+
+def test_list_filters_and_reports_no_match(capsys):
+    assert main(["list", "Echo"]) == 0
+    out = capsys.readouterr().out
+    assert "toy:Echo-v0" in out and "offline" in out and "PrimeCount" not in out
+    assert main(["list", "no-such-env-zz"]) == 1
+    assert "no env id contains" in capsys.readouterr().err
+
+
+def test_play_reads_actions_and_reports_outcome():
+    import gem_core
+
+    probe = gem_core.make("game:GuessTheNumber-v0-hard")
+    probe.reset(seed=0)
+    target = probe.unwrapped.target
+    wrong = 1 if target != 1 else 2
+    out = io.StringIO()
+    lines = f"not a move\n\\boxed{{{wrong}}}\n\\boxed{{{target}}}\n"
+    success = play("game:GuessTheNumber-v0-hard", seed=0, stdin=io.StringIO(lines), stdout=out)
+    text = out.getvalue()
+    # The first line is a format error, which ends the episode (reference behaviour).
+    assert success is False and "Format error" in text and "reward -0.100" in text
+    out = io.StringIO()
+    lines = f"\\boxed{{{wrong}}}\n\\boxed{{{target}}}\n"
+    assert play("game:GuessTheNumber-v0-hard", seed=0, stdin=io.StringIO(lines), stdout=out) is True
+    assert "SUCCESS" in out.getvalue() and "reward +1.000" in out.getvalue()
+
+
+def test_play_quit_and_unknown_env(capsys):
+    out = io.StringIO()
+    assert play("toy:Echo-v0", seed=0, stdin=io.StringIO(":q\n"), stdout=out) is False
+    assert "quit." in out.getvalue()
+    assert main(["play", "toy:Ehco-v0"]) == 2
+    assert "Did you mean" in capsys.readouterr().err
+
+
+def test_play_through_a_pseudo_terminal():
+    """`gem play` driven like a human at a terminal: prompt, typed action, outcome."""
+    pid, fd = pty.fork()
+    if pid == 0:  # child: run the CLI on the pty
+        os.execv(sys.executable, [sys.executable, "-m", "gem_core.cli", "play", "toy:Echo-v0", "--seed", "3"])
+    buf = b""
+
+    def read_until(token: bytes, timeout: float = 20.0) -> bytes:
+        nonlocal buf
+        end = time.time() + timeout
+        while token not in buf:
+            left = end - time.time()
+            assert left > 0, f"timed out waiting for {token!r}; got {buf[-500:]!r}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+        return buf
+
+    text = read_until(b"your action> ").decode()
+    word = text.split("nothing else: ")[1].split()[0]
+    os.write(fd, f"{word}\n".encode())
+    text = read_until(b"episode").decode()
+    _, status = os.waitpid(pid, 0)
+    assert "SUCCESS" in read_until(b"return").decode()
+    assert os.WEXITSTATUS(status) == 0
+    assert "reward +1.000" in text
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["list"], ["play"], ["bench"]):
+        r = subprocess.run([sys.executable, "-m", "gem_core.cli", *cmd, "--help"], capture_output=True, text=True)
+        assert r.returncode == 0 and "usage: gem" in r.stdout
