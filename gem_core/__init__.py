@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gem_core import envs as _builtin_envs  # noqa: F401  (registers the catalog)
 from gem_core import errors
 from gem_core.core import ActionWrapper, Env, ObservationWrapper, RewardWrapper, Wrapper
 from gem_core.registration import EnvSpec, make, pprint_registry, register, registry, spec
-
-from gem_core import envs as _builtin_envs  # noqa: E402,F401  (registers the catalog)
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 from typing import TYPE_CHECKING, Any, Generic, SupportsFloat, TypeVar
 
@@ -21,13 +22,15 @@ WrapperActType = TypeVar("WrapperActType")
 
 StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
 
+_MISSING = object()
+
 
 class Env(Generic[ObsType, ActType]):
     """A multi-turn text environment with a Gym-style API.
 
     A subclass implements `reset` (calling ``super().reset(seed=seed)`` first, which
-    seeds ``self.np_random`` and ``self.rng``) and `step`, and may override `close`
-    and `sample_random_action`.
+    seeds ``self.np_random`` and ``self.rng``) and `step`, and may override `close`,
+    `sample_random_action` and `state_summary`.
 
     Contract:
         - ``reset(*, seed=None, options=None) -> (observation, info)``.
@@ -79,16 +82,30 @@ class Env(Generic[ObsType, ActType]):
         """Return a well-formed random action (for smoke tests and random baselines)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
 
+    def state_summary(self) -> str | None:
+        """A compact text summary of the episode so far, or ``None`` (the default).
+
+        Optional. Long-horizon envs override it so the ``summary`` history format
+        (`gem_core.wrappers.HistoryWrapper`) can show the instruction, this summary and
+        the latest observation instead of the full history. It must be cheap, must not
+        change the episode or consume the env's generators, and should fit in a few
+        hundred characters (e.g. ``"Turn 7/20. Known letters: a, e. Board: ..."``).
+        """
+        return None
+
     # --- seeding ---------------------------------------------------------------------
     def _seed(self, seed: int) -> None:
-        self._np_random, self._np_random_seed = seeding.np_random(seed)
+        # The numpy generator is built on first use (from ``_np_random_seed``): a reset
+        # of an env that never draws from numpy neither imports numpy nor pays for it.
         self._rng = seeding.py_random(seed)
+        self._np_random = None
+        self._np_random_seed = seeding.check_seed(seed)
 
     @property
     def np_random(self) -> np.random.Generator:
-        """The env's numpy generator (seeded by ``reset(seed=...)``)."""
+        """The env's numpy generator (seeded by ``reset(seed=...)``, built on first use)."""
         if self._np_random is None:
-            self._np_random, self._np_random_seed = seeding.np_random(None)
+            self._np_random, self._np_random_seed = seeding.np_random(self._np_random_seed)
         return self._np_random
 
     @np_random.setter
@@ -99,7 +116,7 @@ class Env(Generic[ObsType, ActType]):
     @property
     def np_random_seed(self) -> int | None:
         """The seed of ``np_random`` (``-1`` when a generator was assigned directly)."""
-        if self._np_random is None:
+        if self._np_random_seed is None:
             self._np_random, self._np_random_seed = seeding.np_random(None)
         return self._np_random_seed
 
@@ -177,6 +194,9 @@ class Wrapper(Env[WrapperObsType, WrapperActType], Generic[WrapperObsType, Wrapp
     def sample_random_action(self) -> WrapperActType:
         return self.env.sample_random_action()  # type: ignore[return-value]
 
+    def state_summary(self) -> str | None:
+        return self.env.state_summary()
+
     # Generators, metadata and spec are those of the wrapped env.
     @property
     def np_random(self) -> np.random.Generator:  # type: ignore[override]
@@ -226,16 +246,32 @@ class Wrapper(Env[WrapperObsType, WrapperActType], Generic[WrapperObsType, Wrapp
             ) from None
 
     def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
-        """Set ``name`` on the outermost layer that has it; else, with ``force``, here."""
+        """Set ``name`` on the outermost layer that has it; else, with ``force``, here.
+
+        A read-only property of a layer (a wrapper's ``spec`` or ``metadata``, which
+        mirror the wrapped env) does not count as having it: the search goes on inward.
+        Returns True when the attribute was set, False when no layer has it and
+        ``force`` is False.
+        """
         layer: Env = self
         while True:
-            if name in vars(layer) or hasattr(type(layer), name):
+            if name in vars(layer):
+                setattr(layer, name, value)
+                return True
+            cls_attr = inspect.getattr_static(type(layer), name, _MISSING)
+            if cls_attr is not _MISSING and not (
+                isinstance(cls_attr, property) and cls_attr.fset is None
+            ):
                 setattr(layer, name, value)
                 return True
             if not isinstance(layer, Wrapper):
                 break
             layer = layer.env
         if force:
+            if isinstance(inspect.getattr_static(type(self), name, None), property):
+                raise AttributeError(
+                    f"{name!r} is read-only on every layer of {self}; nothing was set"
+                )
             setattr(self, name, value)
             return True
         return False

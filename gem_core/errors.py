@@ -14,6 +14,7 @@ __all__ = [
     "ResetNeeded",
     "ClosedEnvError",
     "InvalidArgument",
+    "EnvCheckError",
     "WorkerError",
     "WorkerTimeout",
     "AlreadyPendingCallError",
@@ -82,6 +83,20 @@ class ClosedEnvError(Error, RuntimeError):
 
 class InvalidArgument(Error, ValueError):
     """An argument has the wrong value or shape (e.g. a seed list of the wrong length)."""
+
+
+class EnvCheckError(Error, AssertionError):
+    """An env failed a `gem_core.check_env` check.
+
+    The message starts with the name of the failed check and names the likely bug.
+
+    Attributes:
+        check: the name of the failed check, e.g. ``"check_reset_determinism"``.
+    """
+
+    def __init__(self, message: str, *, check: str = ""):
+        self.check = check
+        super().__init__(f"{check}: {message}" if check else message)
 
 
 class WorkerError(Error):

@@ -34,16 +34,20 @@ __all__ = [
     "parse_env_id",
     "load_entry_point",
     "PLUGIN_GROUP",
+    "MAX_ENV_ID_CHARS",
 ]
 
 PLUGIN_GROUP = "gem_core.envs"
 
 # `category:Name-vN[-variant]`; the category, version and variant are optional
 # (`rg:letter_counting`, `logic:RuleTaker-d0`, `game:GuessTheNumber-v0-easy`).
+MAX_ENV_ID_CHARS = 200
+
+# Name and variant are '-'-separated non-empty segments (no leading, trailing or double '-').
 ENV_ID_RE = re.compile(
     r"^(?:(?P<category>[A-Za-z0-9_.]+):)?"
-    r"(?P<name>[A-Za-z0-9_.+\-]+?)"
-    r"(?:-v(?P<version>\d+)(?:-(?P<variant>[A-Za-z0-9_.+\-]+))?)?$"
+    r"(?P<name>[A-Za-z0-9_][A-Za-z0-9_.+]*(?:-[A-Za-z0-9_.+]+)*?)"
+    r"(?:-v(?P<version>\d+)(?:-(?P<variant>[A-Za-z0-9_.+]+(?:-[A-Za-z0-9_.+]+)*))?)?$"
 )
 
 
@@ -55,6 +59,11 @@ def parse_env_id(env_id: str) -> tuple[str | None, str, int | None, str | None]:
     """
     if not isinstance(env_id, str):
         raise RegistrationError(f"env id must be a str, got {type(env_id).__name__}")
+    if len(env_id) > MAX_ENV_ID_CHARS:
+        raise RegistrationError(
+            f"env id {env_id[:40]!r}... is {len(env_id)} characters long; ids have at most "
+            f"{MAX_ENV_ID_CHARS} ('category:Name-vN[-variant]')"
+        )
     m = ENV_ID_RE.fullmatch(env_id)
     if m is None:
         raise RegistrationError(
@@ -299,6 +308,13 @@ def _not_found(env_id: str) -> Error:
     ]
     if same_name and version is not None:
         versions = sorted({s.version for s in same_name if s.version is not None})
+        if version in versions:  # the version exists; the variant does not
+            variants = sorted(s.id for s in same_name if s.version == version)
+            what = f"no variant {variant!r}" if variant else "no plain (variant-less) registration"
+            return NameNotFound(
+                f"env {env_id!r} is not registered: {category + ':' if category else ''}"
+                f"{name}-v{version} has {what}. Registered: {', '.join(variants[:8])}."
+            )
         same_variant = [s.id for s in same_name if s.variant == variant]
         hint = f" Registered: {', '.join(sorted(same_variant or [s.id for s in same_name])[:8])}."
         return VersionNotFound(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import sys
 from typing import TYPE_CHECKING
 
 from gem_core.errors import InvalidArgument
@@ -16,14 +17,12 @@ __all__ = ["np_random", "py_random", "check_seed"]
 
 def check_seed(seed: object) -> int:
     """Return ``seed`` as a non-negative int, or raise `InvalidArgument`."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        try:
-            import numpy as np
+    if not isinstance(seed, int) and "numpy" in sys.modules:
+        # A numpy integer can only exist once numpy is imported: never import it here.
+        import numpy as np
 
-            if isinstance(seed, np.integer):
-                seed = int(seed)
-        except ImportError:  # pragma: no cover - numpy is a dependency
-            pass
+        if isinstance(seed, np.integer):
+            seed = int(seed)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"seed must be a non-negative int or None, got {seed!r}")
     return seed
