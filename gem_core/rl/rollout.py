@@ -1,0 +1,670 @@
+"""The rollout engine: a policy interface, a chat formatter, `run_episode` and the collector."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import hashlib
+import logging
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from gem_core.core import Env
+from gem_core.errors import Error, InvalidArgument
+from gem_core.rl.types import LAYOUTS, Episode, Turn
+
+__all__ = [
+    "PolicyError",
+    "SamplingParams",
+    "GenerationResult",
+    "Policy",
+    "ChatFormatter",
+    "TemplateRewriteWarning",
+    "TRUNCATED_RESPONSE_POLICIES",
+    "derive_seed",
+    "run_episode",
+    "collect_episodes",
+    "collect_episodes_sync",
+]
+
+logger = logging.getLogger(__name__)
+
+TRUNCATED_RESPONSE_POLICIES = ("pass", "penalize")
+FINISH_REASONS = ("stop", "length")
+
+
+class PolicyError(Error, RuntimeError):
+    """A policy backend failed: transport error, timeout, or a malformed response.
+
+    `run_episode` turns it (and any other exception from ``policy.generate``) into a
+    flagged episode (``episode.error``); the other episodes go on.
+    """
+
+
+class TemplateRewriteWarning(RuntimeWarning):
+    """A chat template rendered earlier turns differently once a message was added."""
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    """How to sample one response.
+
+    Attributes:
+        temperature: ``0`` for greedy decoding; otherwise logits are divided by it.
+        top_p: nucleus sampling mass (``1.0``: off).
+        max_new_tokens: the most tokens one response may have.
+        seed: per-request sampling seed (``None``: unseeded). `run_episode` derives a
+            distinct seed per turn from it (`derive_seed`), and the collector one per
+            episode, so results do not depend on scheduling.
+        stop_token_ids: extra token ids that end a response (besides the model's EOS).
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    seed: int | None = None
+    stop_token_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
+            raise InvalidArgument(f"temperature must be >= 0, got {self.temperature!r}")
+        if not (0 < self.top_p <= 1):
+            raise InvalidArgument(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if (
+            isinstance(self.max_new_tokens, bool)
+            or not isinstance(self.max_new_tokens, int)
+            or self.max_new_tokens < 1
+        ):
+            raise InvalidArgument(
+                f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}"
+            )
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
+        ):
+            raise InvalidArgument(f"seed must be a non-negative int or None, got {self.seed!r}")
+        object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
+
+    @property
+    def greedy(self) -> bool:
+        """Whether decoding is greedy (``temperature == 0``)."""
+        return self.temperature == 0
+
+    def replace(self, **changes: Any) -> SamplingParams:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """One generated response.
+
+    Attributes:
+        token_ids: the generated ids, including the stop token when one was emitted.
+        logprobs: log-probability of each generated token (same length as
+            ``token_ids``) under the model's distribution at temperature 1.
+        finish_reason: ``"stop"`` (a stop token or EOS) or ``"length"``
+            (``max_new_tokens`` reached without one).
+    """
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the rollout engine needs from a model: one async call per response."""
+
+    async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerationResult:
+        """Generate a response to ``prompt_ids``."""
+        ...
+
+
+def derive_seed(base: int | None, *keys: object) -> int | None:
+    """A deterministic 63-bit seed from ``base`` and ``keys`` (``None`` stays ``None``)."""
+    if base is None:
+        return None
+    digest = hashlib.blake2b(repr((base, *keys)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+class ChatFormatter:
+    """Turns observations and responses into token ids with the tokenizer's chat template.
+
+    Each observation becomes a ``user`` message and each response an ``assistant``
+    message (preceded by an optional ``system`` message). Rendering uses
+    ``tokenizer.apply_chat_template(..., tokenize=False)``; text is tokenized with
+    ``add_special_tokens=False`` (the template itself writes any BOS).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer with a chat template.
+        system_prompt: text of a leading ``system`` message, or ``None``.
+        max_context: the longest sequence (prompt plus ``max_new_tokens``) a turn may
+            need; a turn that would exceed it ends the episode (``end_reason="context"``).
+        chat_template: a template overriding the tokenizer's.
+        stop_token_ids: ids that end a response; default the tokenizer's EOS id.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        system_prompt: str | None = None,
+        max_context: int = 4096,
+        chat_template: str | None = None,
+        stop_token_ids: Sequence[int] | None = None,
+    ):
+        if isinstance(max_context, bool) or not isinstance(max_context, int) or max_context < 2:
+            raise InvalidArgument(f"max_context must be an int >= 2, got {max_context!r}")
+        if chat_template is None and not getattr(tokenizer, "chat_template", None):
+            raise InvalidArgument(
+                f"{type(tokenizer).__name__} has no chat template; pass chat_template=... "
+                "(e.g. gem_core.rl.testing.CHATML_TEMPLATE)"
+            )
+        self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
+        self.max_context = max_context
+        self.chat_template = chat_template
+        if stop_token_ids is None:
+            eos = getattr(tokenizer, "eos_token_id", None)
+            stop_token_ids = [] if eos is None else [eos]
+        self.stop_token_ids: tuple[int, ...] = tuple(int(t) for t in stop_token_ids)
+
+    def messages(
+        self, observations: Sequence[str], responses: Sequence[str]
+    ) -> list[dict[str, str]]:
+        """The chat: optional system message, then alternating user/assistant messages."""
+        if not (len(responses) == len(observations) or len(responses) == len(observations) - 1):
+            raise InvalidArgument(
+                f"need as many responses as observations (or one fewer), got "
+                f"{len(responses)} and {len(observations)}"
+            )
+        msgs: list[dict[str, str]] = []
+        if self.system_prompt is not None:
+            msgs.append({"role": "system", "content": self.system_prompt})
+        for i, obs in enumerate(observations):
+            msgs.append({"role": "user", "content": obs})
+            if i < len(responses):
+                msgs.append({"role": "assistant", "content": responses[i]})
+        return msgs
+
+    def render(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool) -> str:
+        """The chat template's text for ``messages``."""
+        kwargs: dict[str, Any] = {}
+        if self.chat_template is not None:
+            kwargs["chat_template"] = self.chat_template
+        return self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+        )
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (special-token text such as ``<|im_start|>`` included)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> str:
+        """Text of ``ids``."""
+        return self.tokenizer.decode(
+            list(ids), skip_special_tokens=skip_special_tokens, clean_up_tokenization_spaces=False
+        )
+
+
+class _Conversation:
+    """The token state of one episode under a layout (see `Turn` for the layouts)."""
+
+    def __init__(self, formatter: ChatFormatter, layout: str):
+        self.f = formatter
+        self.layout = layout
+        self.observations: list[str] = []
+        self.contents: list[str] = []
+        self.prompt: list[int] = []  # what the policy conditions on for the next response
+        self.text = ""  # packed: the rendered text ``self.prompt`` stands for
+        self.encoded = 0
+        self.rewrite_reason: str | None = None
+
+    def _encode(self, text: str) -> list[int]:
+        ids = self.f.encode(text)
+        self.encoded += len(ids)
+        return ids
+
+    def add_observation(self, observation: str) -> tuple[list[int], bool]:
+        """Append an observation; return ``(prompt_ids of the turn, starts_sample)``."""
+        first = not self.observations
+        self.observations.append(observation)
+        new_text = self.f.render(
+            self.f.messages(self.observations, self.contents), add_generation_prompt=True
+        )
+        self.rewrite_reason = None
+        if self.layout == "packed" and not first:
+            history = self.f.render(
+                self.f.messages(self.observations[:-1], self.contents), add_generation_prompt=False
+            )
+            if not history.startswith(self.text):
+                self.rewrite_reason = (
+                    "the template does not render the generated response verbatim (e.g. it "
+                    "strips whitespace or ends the turn with a different token than the "
+                    "model's stop token)"
+                )
+            elif not new_text.startswith(history):
+                self.rewrite_reason = (
+                    "the template rewrites earlier turns when a message is added (e.g. it "
+                    "strips earlier <think> reasoning)"
+                )
+            else:
+                delta = self._encode(new_text[len(self.text) :])
+                self.prompt.extend(delta)
+                self.text = new_text
+                return delta, False
+        ids = self._encode(new_text)
+        self.prompt = list(ids)
+        self.text = new_text
+        return ids, True
+
+    def add_response(self, token_ids: list[int]) -> tuple[str, str]:
+        """Append a response; return ``(chat content, action text)``."""
+        stopped = bool(token_ids) and token_ids[-1] in self.f.stop_token_ids
+        body = token_ids[:-1] if stopped else token_ids
+        content = self.f.decode(body, skip_special_tokens=False)
+        action = self.f.decode(body, skip_special_tokens=True)
+        self.contents.append(content)
+        self.prompt.extend(token_ids)
+        self.text += content + (self.f.decode(token_ids[-1:]) if stopped else "")
+        return content, action
+
+
+def _observation_text(obs: Any) -> str:
+    if isinstance(obs, str):
+        return obs
+    if isinstance(obs, Mapping) and isinstance(obs.get("text"), str):
+        return obs["text"]
+    return str(obs)
+
+
+def _check_result(result: Any) -> GenerationResult:
+    if not isinstance(result, GenerationResult):
+        raise PolicyError(
+            f"policy.generate must return a GenerationResult, got {type(result).__name__}"
+        )
+    ids, lps = result.token_ids, result.logprobs
+    if not isinstance(ids, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids
+    ):
+        raise PolicyError(
+            f"malformed GenerationResult: token_ids must be a list of non-negative ints, got {ids!r:.200}"
+        )
+    if not isinstance(lps, list) or len(lps) != len(ids):
+        got = len(lps) if isinstance(lps, list) else type(lps).__name__
+        raise PolicyError(
+            f"malformed GenerationResult: need {len(ids)} logprobs (one per token), got {got}"
+        )
+    if result.finish_reason not in FINISH_REASONS:
+        raise PolicyError(
+            f"malformed GenerationResult: finish_reason must be one of {FINISH_REASONS}, "
+            f"got {result.finish_reason!r}"
+        )
+    return result
+
+
+async def _call(
+    executor: concurrent.futures.Executor | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
+
+
+def _check_options(layout: str, truncated_response: str) -> None:
+    if layout not in LAYOUTS:
+        raise InvalidArgument(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if truncated_response not in TRUNCATED_RESPONSE_POLICIES:
+        raise InvalidArgument(
+            f"truncated_response must be one of {TRUNCATED_RESPONSE_POLICIES}, got {truncated_response!r}"
+        )
+
+
+async def run_episode(
+    env: Env,
+    policy: Policy,
+    formatter: ChatFormatter,
+    *,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    sampling: SamplingParams | None = None,
+    layout: str = "packed",
+    truncated_response: str = "pass",
+    truncation_reward: float = -1.0,
+    generation_timeout: float | None = None,
+    env_id: str | None = None,
+    reset_options: dict[str, Any] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Episode:
+    """Play one episode of ``env`` with ``policy``; never raises for policy or env errors.
+
+    Each turn: the observation is formatted (see the layouts in `Turn`), the policy
+    generates a response, the response (decoded, special tokens skipped) goes to
+    ``env.step``. ``env.reset`` and ``env.step`` run in ``executor`` (the loop's default
+    thread pool when ``None``), so other episodes keep generating meanwhile.
+
+    Packed layout: the generated ids are appended exactly as generated; each new
+    observation is appended as the token delta between the text so far and the chat
+    template's rendering of the chat with the new user message and the generation
+    prompt. When the template does not reproduce the text so far (it rewrites earlier
+    turns, or does not render the response verbatim) the episode is flagged
+    (``template_rewrite``), a `TemplateRewriteWarning` is issued, and the turn starts a
+    new sample from the full rendering (the per-turn behaviour) — the policy is always
+    prompted with exactly the tokens stored in the sample.
+
+    Ends (``episode.end_reason``): the env terminates or truncates; ``max_turns``
+    turns were played; the next prompt plus ``sampling.max_new_tokens`` exceeds
+    ``formatter.max_context`` (``"context"``: the turn is not played); a truncated
+    response under ``truncated_response="penalize"``; or an error.
+
+    Args:
+        env: the env (not closed here).
+        policy: the model.
+        formatter: the chat formatter.
+        seed: passed to ``env.reset``.
+        max_turns: the engine's turn limit (``None``: the env's own limits only).
+        sampling: sampling parameters (default `SamplingParams()`); with a seed, turn
+            ``t`` uses ``derive_seed(sampling.seed, t)``.
+        layout: ``"packed"`` or ``"per_turn"``.
+        truncated_response: what to do with a response that hit ``max_new_tokens``
+            without a stop token (always flagged ``response_truncated``): ``"pass"`` it
+            to the env as it is, or ``"penalize"``: do not step the env, give the turn
+            ``truncation_reward`` and end the episode.
+        truncation_reward: the reward of a penalized truncated response.
+        generation_timeout: seconds one ``generate`` call may take (``None``: no limit).
+        env_id: the id recorded on the episode (default ``env.spec.id``).
+        reset_options: passed to ``env.reset``.
+        executor: where env calls run.
+
+    Returns:
+        The `Episode`.
+    """
+    _check_options(layout, truncated_response)
+    if max_turns is not None and (
+        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+    ):
+        raise InvalidArgument(f"max_turns must be a positive int or None, got {max_turns!r}")
+    sampling = sampling or SamplingParams()
+    if env_id is None:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    episode = Episode(env_id=env_id, seed=seed, layout=layout)
+    conv = _Conversation(formatter, layout)
+    start = time.perf_counter()
+    generated = 0
+
+    def fail(where: str, exc: BaseException) -> None:
+        episode.error = f"{where}: {type(exc).__name__}: {exc}"
+        episode.end_reason = "error"
+        logger.warning("episode %s (seed %s) failed in %s: %s", env_id, seed, where, exc)
+
+    try:
+        try:
+            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+        except Exception as exc:
+            fail("env.reset", exc)
+            return episode
+        obs_text = _observation_text(obs)
+        while True:
+            if max_turns is not None and len(episode.turns) >= max_turns:
+                episode.end_reason = "max_turns"
+                break
+            try:
+                prompt_ids, starts = conv.add_observation(obs_text)
+            except Exception as exc:
+                fail("formatter", exc)
+                break
+            if conv.rewrite_reason is not None:
+                episode.template_rewrite = True
+                warnings.warn(
+                    "packed layout: " + conv.rewrite_reason + "; the sample is restarted from "
+                    "the full rendering at this turn (episode.template_rewrite is set)",
+                    TemplateRewriteWarning,
+                    stacklevel=2,
+                )
+            if len(conv.prompt) + sampling.max_new_tokens > formatter.max_context:
+                episode.end_reason = "context"
+                break
+            turn_sampling = (
+                sampling
+                if sampling.seed is None
+                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
+            )
+            try:
+                coro = policy.generate(list(conv.prompt), turn_sampling)
+                if generation_timeout is not None:
+                    result = await asyncio.wait_for(coro, generation_timeout)
+                else:
+                    result = await coro
+                result = _check_result(result)
+            except asyncio.TimeoutError:
+                fail("policy", PolicyError(f"generate() timed out after {generation_timeout} s"))
+                break
+            except Exception as exc:
+                fail("policy", exc)
+                break
+            generated += len(result.token_ids)
+            truncated = result.finish_reason == "length"
+            _content, action = conv.add_response(list(result.token_ids))
+            turn = Turn(
+                prompt_ids=prompt_ids,
+                response_ids=list(result.token_ids),
+                response_logprobs=[float(x) for x in result.logprobs],
+                response_truncated=truncated,
+                starts_sample=starts,
+                observation=obs_text,
+                action=action,
+            )
+            episode.turns.append(turn)
+            if truncated and truncated_response == "penalize":
+                turn.reward = float(truncation_reward)
+                episode.end_reason = "response_truncated"
+                break
+            try:
+                obs, reward, terminated, env_truncated, info = await _call(
+                    executor, env.step, action
+                )
+            except Exception as exc:
+                fail("env.step", exc)
+                break
+            turn.reward = float(reward)
+            turn.info = dict(info) if isinstance(info, Mapping) else {}
+            turn.format_error = bool(turn.info.get("format_error", False))
+            episode.success = bool(turn.info.get("success", False))
+            obs_text = _observation_text(obs)
+            if terminated:
+                episode.end_reason = "terminated"
+                break
+            if env_truncated:
+                episode.end_reason = "env_truncated"
+                break
+        episode.final_observation = obs_text
+    finally:
+        episode.stats.update(
+            tokens_encoded=float(conv.encoded),
+            generated_tokens=float(generated),
+            wall_time_s=time.perf_counter() - start,
+        )
+    return episode
+
+
+class _EnvPool:
+    """Reuses envs across the episodes of one collection (one user at a time each)."""
+
+    def __init__(self, env_kwargs: Mapping[str, Any] | None, executor: concurrent.futures.Executor):
+        self.env_kwargs = dict(env_kwargs or {})
+        self.executor = executor
+        self.free: dict[object, list[Env]] = {}
+        self.all: list[Env] = []
+
+    async def acquire(self, source: str | Callable[[], Env]) -> Env:
+        key = source if isinstance(source, str) else id(source)
+        free = self.free.setdefault(key, [])
+        if free:
+            return free.pop()
+        if isinstance(source, str):
+            from gem_core.registration import make
+
+            env = await _call(self.executor, make, source, **self.env_kwargs)
+        else:
+            env = await _call(self.executor, source)
+            if not isinstance(env, Env):
+                raise InvalidArgument(
+                    f"env factory {source!r} returned {type(env).__name__}, not a gem_core.Env"
+                )
+        self.all.append(env)
+        return env
+
+    def release(self, source: str | Callable[[], Env], env: Env, healthy: bool) -> None:
+        if healthy:
+            key = source if isinstance(source, str) else id(source)
+            self.free.setdefault(key, []).append(env)
+        else:
+            self.all.remove(env)
+            _close_quietly(env)
+
+    def close(self) -> None:
+        for env in self.all:
+            _close_quietly(env)
+        self.all.clear()
+        self.free.clear()
+
+
+def _close_quietly(env: Env) -> None:
+    try:
+        env.close()
+    except Exception as exc:  # pragma: no cover - a failing close must not hide results
+        logger.warning("closing %s raised %s: %s", env, type(exc).__name__, exc)
+
+
+def _source_name(source: str | Callable[[], Env]) -> str:
+    if isinstance(source, str):
+        return source
+    return (
+        getattr(source, "__qualname__", None) or getattr(source, "__name__", None) or repr(source)
+    )
+
+
+async def collect_episodes(
+    envs: str | Callable[[], Env] | Sequence[str | Callable[[], Env]],
+    policy: Policy,
+    formatter: ChatFormatter,
+    *,
+    seeds: Sequence[int | None],
+    max_turns: int | None = None,
+    sampling: SamplingParams | None = None,
+    layout: str = "packed",
+    concurrency: int = 32,
+    truncated_response: str = "pass",
+    truncation_reward: float = -1.0,
+    generation_timeout: float | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    env_threads: int | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
+) -> list[Episode]:
+    """Run one episode per seed, up to ``concurrency`` at a time, on the running loop.
+
+    Every episode is one `run_episode` coroutine; env construction, resets and steps run
+    in a thread pool, so env work overlaps generation; envs are reused across episodes
+    and closed at the end. A policy or env error ends only that episode
+    (``episode.error``). With ``sampling.seed`` set, episode ``i`` samples with
+    ``derive_seed(sampling.seed, "episode", i)``, so the result does not depend on
+    ``concurrency`` or timing (up to the backend's batch numerics; exact with greedy
+    decoding). Repeat a seed to get a GRPO group: episodes get
+    ``group_id = f"{env_id}/{seed}"``.
+
+    Args:
+        envs: an env id (for `gem_core.make`) or a zero-argument factory returning an
+            `Env`, used for every seed; or one per seed.
+        policy: the model.
+        formatter: the chat formatter.
+        seeds: one env seed per episode.
+        max_turns, sampling, layout, truncated_response, truncation_reward,
+            generation_timeout: as in `run_episode`.
+        concurrency: the most episodes in flight at once.
+        env_kwargs: keyword arguments for `gem_core.make` (env ids only).
+        env_threads: threads for env calls (default ``min(concurrency, 32)``).
+        on_episode: called with each episode as it finishes (progress bars, logging).
+
+    Returns:
+        The episodes, in the order of ``seeds``.
+    """
+    _check_options(layout, truncated_response)
+    seeds = list(seeds)
+    if isinstance(envs, str) or callable(envs):
+        sources: list[str | Callable[[], Env]] = [envs] * len(seeds)  # type: ignore[list-item]
+    else:
+        sources = list(envs)
+        if len(sources) != len(seeds):
+            raise InvalidArgument(
+                f"got {len(sources)} envs for {len(seeds)} seeds: pass one env (id or "
+                "factory) for all seeds, or exactly one per seed"
+            )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}")
+    sampling = sampling or SamplingParams()
+    executor = concurrent.futures.ThreadPoolExecutor(
+        max_workers=env_threads or min(concurrency, 32), thread_name_prefix="gem-env"
+    )
+    pool = _EnvPool(env_kwargs, executor)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int, source: str | Callable[[], Env], seed: int | None) -> Episode:
+        async with gate:
+            name = _source_name(source)
+            try:
+                env = await pool.acquire(source)
+            except Exception as exc:
+                ep = Episode(env_id=name, seed=seed, layout=layout, end_reason="error")
+                ep.error = f"env.make: {type(exc).__name__}: {exc}"
+                logger.warning("could not build env %s: %s", name, exc)
+            else:
+                ep = await run_episode(
+                    env,
+                    policy,
+                    formatter,
+                    seed=seed,
+                    max_turns=max_turns,
+                    sampling=sampling.replace(seed=derive_seed(sampling.seed, "episode", i)),
+                    layout=layout,
+                    truncated_response=truncated_response,
+                    truncation_reward=truncation_reward,
+                    generation_timeout=generation_timeout,
+                    env_id=name if not isinstance(source, str) else source,
+                    executor=executor,
+                )
+                pool.release(source, env, healthy=not (ep.error or "").startswith("env."))
+            ep.group_id = f"{ep.env_id}/{seed}"
+            if on_episode is not None:
+                on_episode(ep)
+            return ep
+
+    try:
+        return list(
+            await asyncio.gather(
+                *(one(i, s, seed) for i, (s, seed) in enumerate(zip(sources, seeds, strict=True)))
+            )
+        )
+    finally:
+        await asyncio.get_running_loop().run_in_executor(executor, pool.close)
+        executor.shutdown(wait=False)
+
+
+def collect_episodes_sync(*args: Any, **kwargs: Any) -> list[Episode]:
+    """`collect_episodes` from synchronous code (runs its own event loop).
+
+    Raises:
+        RuntimeError: called from a running event loop; ``await collect_episodes(...)``.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(collect_episodes(*args, **kwargs))
+    raise RuntimeError(
+        "collect_episodes_sync() was called inside a running event loop; "
+        "use `await collect_episodes(...)` there"
+    )
