@@ -11,7 +11,7 @@ STAMP_KEY := $(shell cat pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench lint venv clean-venv
+.PHONY: demo demo-play test bench lint venv clean-venv
 
 $(STAMP): pyproject.toml
 	@mkdir -p "$(GEM_CACHE)"
@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
+	"$(PY)" recipes/demo_play.py
+
+demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 test: $(STAMP)
