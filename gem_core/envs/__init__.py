@@ -40,3 +40,164 @@ register(
     max_turns=None,
     description="Find a hidden integer from higher/lower hints. (random)",
 )
+# Sokoban
+register(
+    "game:Sokoban-v0-easy",
+    "gem_core.envs.games.sokoban:SokobanEnv",
+    kwargs={"dim_room": (6, 6), "num_boxes": 2, "max_turns": 20},
+    max_turns=20,
+    description="Push boxes onto targets (rooms solvable by construction). (easy)",
+)
+register(
+    "game:Sokoban-v0-hard",
+    "gem_core.envs.games.sokoban:SokobanEnv",
+    kwargs={"dim_room": (8, 8), "num_boxes": 4, "max_turns": 50},
+    max_turns=50,
+    description="Push boxes onto targets (rooms solvable by construction). (hard)",
+)
+register(
+    "game:Sokoban-v0-random",
+    "gem_core.envs.games.sokoban:SokobanEnv",
+    kwargs={"dim_room": None, "num_boxes": None, "max_turns": None},
+    max_turns=None,
+    description="Push boxes onto targets (rooms solvable by construction). (random)",
+)
+# Crosswords
+register(
+    "game:Crosswords-v0-easy",
+    "gem_core.envs.games.crosswords:CrosswordsEnv",
+    kwargs={"hardcore": False, "num_words": 3, "max_turns": 30},
+    max_turns=30,
+    description="Fill a small crossword from clues. (easy)",
+)
+register(
+    "game:Crosswords-v0-hard",
+    "gem_core.envs.games.crosswords:CrosswordsEnv",
+    kwargs={"hardcore": True, "num_words": 3, "max_turns": 40},
+    max_turns=40,
+    description="Fill a small crossword from clues. (hard)",
+)
+register(
+    "game:Crosswords-v0-random",
+    "gem_core.envs.games.crosswords:CrosswordsEnv",
+    kwargs={"hardcore": None, "num_words": None, "max_turns": None},
+    max_turns=None,
+    description="Fill a small crossword from clues. (random)",
+)
+# WordSearch
+register(
+    "game:WordSearch-v0-easy",
+    "gem_core.envs.games.word_search:WordSearchEnv",
+    kwargs={"num_words": 5, "hardcore": False, "max_turns": 20},
+    max_turns=20,
+    description="Find hidden words in a letter grid. (easy)",
+)
+register(
+    "game:WordSearch-v0-hard",
+    "gem_core.envs.games.word_search:WordSearchEnv",
+    kwargs={"num_words": 5, "hardcore": True, "max_turns": 20},
+    max_turns=20,
+    description="Find hidden words in a letter grid. (hard)",
+)
+register(
+    "game:WordSearch-v0-random",
+    "gem_core.envs.games.word_search:WordSearchEnv",
+    kwargs={"num_words": None, "hardcore": None, "max_turns": None},
+    max_turns=None,
+    description="Find hidden words in a letter grid. (random)",
+)
+# FifteenPuzzle
+register(
+    "game:FifteenPuzzle-v0-easy",
+    "gem_core.envs.games.fifteen_puzzle:FifteenPuzzleEnv",
+    kwargs={"num_rows": 2, "max_turns": 10},
+    max_turns=10,
+    description="Slide tiles into order. (easy)",
+)
+register(
+    "game:FifteenPuzzle-v0-hard",
+    "gem_core.envs.games.fifteen_puzzle:FifteenPuzzleEnv",
+    kwargs={"num_rows": 4, "max_turns": 50},
+    max_turns=50,
+    description="Slide tiles into order. (hard)",
+)
+register(
+    "game:FifteenPuzzle-v0-random",
+    "gem_core.envs.games.fifteen_puzzle:FifteenPuzzleEnv",
+    kwargs={"num_rows": None, "max_turns": None},
+    max_turns=None,
+    description="Slide tiles into order. (random)",
+)
+# Sudoku
+register(
+    "game:Sudoku-v0-easy",
+    "gem_core.envs.games.sudoku:SudokuEnv",
+    kwargs={"clues": 10, "scale": 4, "max_turns": 15},
+    max_turns=15,
+    description="Fill a Sudoku grid (unique solution). (easy)",
+)
+register(
+    "game:Sudoku-v0-hard",
+    "gem_core.envs.games.sudoku:SudokuEnv",
+    kwargs={"clues": 50, "scale": 9, "max_turns": 50},
+    max_turns=50,
+    description="Fill a Sudoku grid (unique solution). (hard)",
+)
+register(
+    "game:Sudoku-v0-random",
+    "gem_core.envs.games.sudoku:SudokuEnv",
+    kwargs={"clues": None, "scale": None, "max_turns": None},
+    max_turns=None,
+    description="Fill a Sudoku grid (unique solution). (random)",
+)
+# TowerofHanoi
+register(
+    "game:TowerofHanoi-v0-easy",
+    "gem_core.envs.games.tower_of_hanoi:TowerofHanoiEnv",
+    kwargs={"num_disks": 3, "max_turns": 10},
+    max_turns=10,
+    description="Move a tower of disks between three pegs. (easy)",
+)
+register(
+    "game:TowerofHanoi-v0-hard",
+    "gem_core.envs.games.tower_of_hanoi:TowerofHanoiEnv",
+    kwargs={"num_disks": 5, "max_turns": 35},
+    max_turns=35,
+    description="Move a tower of disks between three pegs. (hard)",
+)
+register(
+    "game:TowerofHanoi-v0-random",
+    "gem_core.envs.games.tower_of_hanoi:TowerofHanoiEnv",
+    kwargs={"num_disks": None, "max_turns": None},
+    max_turns=None,
+    description="Move a tower of disks between three pegs. (random)",
+)
+# Game2048
+register(
+    "game:Game2048-v0-easy",
+    "gem_core.envs.games.game_2048:Game2048Env",
+    kwargs={"target_tile": 64, "max_turns": 50},
+    max_turns=50,
+    description="Merge tiles to reach a target tile. (easy)",
+)
+register(
+    "game:Game2048-v0-hard",
+    "gem_core.envs.games.game_2048:Game2048Env",
+    kwargs={"target_tile": 512, "max_turns": 50},
+    max_turns=50,
+    description="Merge tiles to reach a target tile. (hard)",
+)
+register(
+    "game:Game2048-v0-extreme-hard",
+    "gem_core.envs.games.game_2048:Game2048Env",
+    kwargs={"target_tile": 2048, "max_turns": 100},
+    max_turns=100,
+    description="Merge tiles to reach a target tile. (extreme-hard)",
+)
+register(
+    "game:Game2048-v0-random",
+    "gem_core.envs.games.game_2048:Game2048Env",
+    kwargs={"target_tile": None, "max_turns": None},
+    max_turns=None,
+    description="Merge tiles to reach a target tile. (random)",
+)
