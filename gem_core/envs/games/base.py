@@ -62,7 +62,7 @@ def extract_last_boxed(text: str) -> str | None:
         end = start  # unclosed: try the box before it
 
 
-@dataclass
+@dataclass(slots=True)
 class MoveResult:
     """What applying one parsed move did.
 
@@ -187,7 +187,17 @@ class LanguageGame(Env[str, str]):
 
     def step(self, action: str):
         self.turn += 1
-        content = extract_last_boxed(action) if isinstance(action, str) else None
+        content = None
+        if isinstance(action, str):
+            # Inlined fast path of `extract_last_boxed` (the common, un-nested box).
+            start = action.rfind(_BOX)
+            if start >= 0:
+                i = start + 7
+                close = action.find("}", i, i + MAX_BOX_CHARS + 1)
+                if close >= 0 and action.find("{", i, close) < 0:
+                    content = action[i:close]
+                else:
+                    content = extract_last_boxed(action)
         move = None
         if content is not None and len(content) <= MAX_BOX_CHARS:
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
@@ -18,7 +18,7 @@ _ACROSS, _DOWN = "across", "down"
 _STEP = {_ACROSS: (0, 1), _DOWN: (1, 0)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_clues(level: str) -> tuple[tuple[str, str], ...]:
     """The ``(WORD, clue)`` pairs of one level (``"easy"`` or ``"hard"``), read once per process.
 
@@ -27,7 +27,9 @@ def load_clues(level: str) -> tuple[tuple[str, str], ...]:
     """
     if level not in ("easy", "hard"):
         raise ValueError(f"level must be 'easy' or 'hard', got {level!r}")
-    text = resources.files("gem_core.envs.games").joinpath("data", _DATA).read_text(encoding="utf-8")
+    text = (
+        resources.files("gem_core.envs.games").joinpath("data", _DATA).read_text(encoding="utf-8")
+    )
     pairs = []
     for line in text.splitlines():
         if line.strip():
@@ -52,7 +54,9 @@ class PlacedWord:
         return [(self.row + i * dr, self.col + i * dc) for i in range(len(self.word))]
 
     def __repr__(self) -> str:
-        return f"PlacedWord({self.number} {self.direction} at ({self.row}, {self.col}): {self.word})"
+        return (
+            f"PlacedWord({self.number} {self.direction} at ({self.row}, {self.col}): {self.word})"
+        )
 
 
 class Layout:
@@ -73,7 +77,9 @@ class Layout:
 
     def letter_cells(self) -> list[tuple[int, int]]:
         """Every cell that holds a letter, row by row."""
-        return [(r, c) for r, row in enumerate(self.grid) for c, ch in enumerate(row) if ch is not None]
+        return [
+            (r, c) for r, row in enumerate(self.grid) for c, ch in enumerate(row) if ch is not None
+        ]
 
 
 def _can_place(grid: dict, dirs: dict, word: str, r: int, c: int, direction: str) -> int:
@@ -103,7 +109,7 @@ def _can_place(grid: dict, dirs: dict, word: str, r: int, c: int, direction: str
 def _runs_are_words(grid: dict, placed: list[PlacedWord]) -> bool:
     """Every maximal run of two or more letters, across or down, is a placed word."""
     starts = {(w.row, w.col, w.direction) for w in placed}
-    for (r, c) in grid:
+    for r, c in grid:
         for direction, (dr, dc) in _STEP.items():
             if (r - dr, c - dc) in grid or (r + dr, c + dc) not in grid:
                 continue
@@ -112,7 +118,10 @@ def _runs_are_words(grid: dict, placed: list[PlacedWord]) -> bool:
             n = 1
             while (r + n * dr, c + n * dc) in grid:
                 n += 1
-            if not any(w.row == r and w.col == c and w.direction == direction and len(w.word) == n for w in placed):
+            if not any(
+                w.row == r and w.col == c and w.direction == direction and len(w.word) == n
+                for w in placed
+            ):
                 return False
     return True
 
@@ -141,7 +150,7 @@ def build_layout(
         grid: dict[tuple[int, int], str] = {}
         dirs: dict[tuple[int, int], set[str]] = {}
         placed = [PlacedWord(0, 0, first_dir, first_word, first_clue)]
-        for cell, ch in zip(placed[0].cells(), first_word):
+        for cell, ch in zip(placed[0].cells(), first_word, strict=True):
             grid[cell] = ch
             dirs[cell] = {first_dir}
         used = {first_word}
@@ -164,7 +173,9 @@ def build_layout(
                                 continue
                             if len(grid) + len(word) - crossings > max_cells:
                                 continue
-                            cells = list(grid) + [(sr + k * dr, sc + k * dc) for k in range(len(word))]
+                            cells = list(grid) + [
+                                (sr + k * dr, sc + k * dc) for k in range(len(word))
+                            ]
                             rows = max(p[0] for p in cells) - min(p[0] for p in cells) + 1
                             cols = max(p[1] for p in cells) - min(p[1] for p in cells) + 1
                             if rows > max_side or cols > max_side:
@@ -176,7 +187,7 @@ def build_layout(
                 break
             sr, sc, direction, word, clue = rng.choice(sorted(set(options)))
             pw = PlacedWord(sr, sc, direction, word, clue)
-            for cell, ch in zip(pw.cells(), word):
+            for cell, ch in zip(pw.cells(), word, strict=True):
                 grid[cell] = ch
                 dirs.setdefault(cell, set()).add(direction)
             placed.append(pw)
@@ -262,10 +273,15 @@ class CrosswordsEnv(LanguageGame):
         self.wrong: list[tuple[int, int, str]] = []
         self._empty = 0
         self._total = 1
+        self._text: tuple[str, str] | None = None  # cached (grid, clues), redrawn on change
 
     def configure(self) -> None:
-        self.hardcore = self.rng.random() < 0.5 if self._hardcore_arg is None else bool(self._hardcore_arg)
-        self.num_words = self.rng.randint(2, 4) if self._num_words_arg is None else self._num_words_arg
+        self.hardcore = (
+            self.rng.random() < 0.5 if self._hardcore_arg is None else bool(self._hardcore_arg)
+        )
+        self.num_words = (
+            self.rng.randint(2, 4) if self._num_words_arg is None else self._num_words_arg
+        )
         if self._max_turns_arg is None:
             self.max_turns = 10 * self.num_words + 10
 
@@ -275,6 +291,7 @@ class CrosswordsEnv(LanguageGame):
         self.board = [["_" if ch is not None else "." for ch in row] for row in self.layout.grid]
         self._total = self._empty = len(self.layout.letter_cells())
         self.wrong = []
+        self._text = None
 
     # --- text ----------------------------------------------------------------------
     def instructions(self) -> str:
@@ -294,14 +311,24 @@ class CrosswordsEnv(LanguageGame):
 
     def grid_text(self) -> str:
         """The grid with row and column numbers."""
+        if self._text is None:
+            self._text = (self._draw_grid(), self._draw_clues())
+        return self._text[0]
+
+    def clues_text(self) -> str:
+        """The numbered clues, solved ones marked."""
+        if self._text is None:
+            self._text = (self._draw_grid(), self._draw_clues())
+        return self._text[1]
+
+    def _draw_grid(self) -> str:
         cols = len(self.board[0]) if self.board else 0
         lines = ["    " + " ".join(f"C{i:02}" for i in range(cols))]
         for i, row in enumerate(self.board):
             lines.append(f"R{i:02} " + " ".join(f" {v} " for v in row))
         return "\n".join(lines)
 
-    def clues_text(self) -> str:
-        """The numbered clues, solved ones marked."""
+    def _draw_clues(self) -> str:
         lines = []
         for w in self.layout.words:
             solved = all(self.board[r][c] != "_" for r, c in w.cells())
@@ -337,18 +364,31 @@ class CrosswordsEnv(LanguageGame):
         r, c, ch = move
         where = f"At turn {self.turn}, you tried to place {ch} at ({r}, {c})"
         if not (0 <= r < len(self.board) and 0 <= c < len(self.board[0])):
-            return MoveResult(f"{where}, which is outside the grid.", self.invalid_penalty, invalid=True)
+            return MoveResult(
+                f"{where}, which is outside the grid.", self.invalid_penalty, invalid=True
+            )
         if self.board[r][c] == ".":
-            return MoveResult(f"{where}, which is a block and takes no letter.", self.invalid_penalty, invalid=True)
+            return MoveResult(
+                f"{where}, which is a block and takes no letter.",
+                self.invalid_penalty,
+                invalid=True,
+            )
         if self.board[r][c] != "_":
-            return MoveResult(f"{where}, but the cell is already filled.", self.invalid_penalty, invalid=True)
+            return MoveResult(
+                f"{where}, but the cell is already filled.", self.invalid_penalty, invalid=True
+            )
         if (r, c, ch) in self.wrong:
-            return MoveResult(f"{where}, which you already tried: it is wrong.", self.invalid_penalty, invalid=True)
+            return MoveResult(
+                f"{where}, which you already tried: it is wrong.",
+                self.invalid_penalty,
+                invalid=True,
+            )
         if self.layout.grid[r][c] != ch:
             self.wrong.append((r, c, ch))
             return MoveResult(f"{where}, but it is incorrect.")
         self.board[r][c] = ch
         self._empty -= 1
+        self._text = None
         if self._empty == 0:
             return MoveResult(
                 f"{where}: correct. Congratulations! You completed the crossword!",

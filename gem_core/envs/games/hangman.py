@@ -174,8 +174,10 @@ class HangmanEnv(LanguageGame):
         return f"\\boxed{{{self.rng.choice(_ALPHABET)}}}"
 
 
-# Up to this many candidates the oracle searches for a move with the best worst case.
-_EXACT_LIMIT = 12
+# Candidate sets up to this size get the exact search; larger ones the split heuristic.
+_EXACT_LIMIT = 40
+# Search nodes one oracle call may expand before it settles for estimates.
+_NODE_BUDGET = 20_000
 
 
 def _candidates(env: HangmanEnv) -> tuple[str, ...]:
@@ -197,70 +199,115 @@ def _candidates(env: HangmanEnv) -> tuple[str, ...]:
     return cands
 
 
-def _split(cands, letter: str) -> dict[tuple[int, ...], list[str]]:
+def _split(cands, letter: str, hidden: tuple[int, ...]) -> dict[tuple[int, ...], list[str]]:
+    """Group ``cands`` by the hidden positions where ``letter`` would be revealed."""
     parts: dict[tuple[int, ...], list[str]] = {}
     for w in cands:
-        parts.setdefault(tuple(i for i, ch in enumerate(w) if ch == letter), []).append(w)
+        parts.setdefault(tuple(i for i in hidden if w[i] == letter), []).append(w)
     return parts
 
 
-def oracle(env: HangmanEnv) -> str:
-    """Letter frequencies over the words consistent with the board, with a short search.
+def _family_bound(cands, hidden: tuple[int, ...]) -> int:
+    """The largest group of candidates that differ at one position only.
 
-    The candidates are the words of the list that match the revealed letters, contain no
-    wrongly guessed letter where a blank is, and were not guessed whole. One candidate
-    left: guess it. Otherwise guess the letter whose answer (where it appears) splits the
-    candidates into the smallest worst-case and then expected group (with a small set,
-    an exact search for the move with the fewest turns in the worst case, whole-word
-    guesses included).
+    Each guess separates at most one word of such a group from the others, so its
+    last word needs at least that many turns: a lower bound on the worst case.
+    """
+    best = 1
+    for i in hidden:
+        counts = Counter(w[:i] + w[i + 1 :] for w in cands)
+        best = max(best, max(counts.values()))
+    return best
+
+
+class _Search:
+    """Best-first moves for Hangman with a turn budget: maximise the words surely won."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple, tuple[int, str | None]] = {}
+        self.nodes = 0
+
+    def wins(self, cands: tuple[str, ...], hidden: tuple[int, ...], turns: int) -> tuple[int, str | None]:
+        """``(words, move)``: how many of ``cands`` can surely be won within ``turns``, and how."""
+        n = len(cands)
+        if n <= turns:
+            return n, cands[0]  # guess them one by one
+        if turns <= 0:
+            return 0, None
+        key = (cands, hidden, turns)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        excess = _family_bound(cands, hidden) - turns
+        cap = n - max(0, excess)  # the words of a too-large family beyond the budget are lost
+        if self.nodes >= _NODE_BUDGET or n > _EXACT_LIMIT:
+            return cap, None  # an optimistic estimate; no move chosen
+        self.nodes += 1
+        moves = []
+        for letter in {w[i] for w in cands for i in hidden}:
+            parts = _split(cands, letter, hidden)
+            if len(parts) == 1 and not next(iter(parts)):
+                continue
+            moves.append((sum(len(p) ** 2 for p in parts.values()), letter, parts))
+        moves.sort()
+        # A whole-word guess (the first candidate): wins now or leaves the others.
+        best, move = 1 + self.wins(cands[1:], hidden, turns - 1)[0], cands[0]
+        for _, letter, parts in moves:
+            if best >= cap:
+                break
+            total, left = 0, n
+            for pos, part in sorted(parts.items(), key=lambda kv: -len(kv[1])):
+                left -= len(part)
+                if pos and len(pos) == len(hidden):
+                    total += len(part)  # completes the word: won this turn
+                else:
+                    rest = tuple(i for i in hidden if i not in pos)
+                    total += self.wins(tuple(part), rest, turns - 1)[0]
+                if total + left <= best:
+                    break
+            if total > best:
+                best, move = total, letter
+        self.memo[key] = (best, move)
+        return best, move
+
+
+def oracle(env: HangmanEnv) -> str:
+    """Letter choice over the words consistent with the board, with a turn-aware search.
+
+    The candidates are the words of the list that match the revealed letters, hold no
+    guessed letter at a blank and were not guessed whole. When no more candidates are
+    left than turns, it guesses them whole one by one (a sure win). With a small set
+    (up to 40) it searches exactly, within a node budget, for the move that surely wins
+    the most candidates in the turns left (whole-word guesses included). Otherwise it
+    guesses the letter that splits the candidates best: the smallest expected group
+    (then the most frequent letter).
+
+    Not every word can be won within a short budget: e.g. the 27 three-letter words
+    ``?AT``, ``?ET``, ``?IT`` of the common list cannot all be found within 10 turns
+    by any strategy (each guess rules out at most one ``?AT`` word, and an exhaustive
+    search shows that testing the families at once still takes 11 turns for some word).
     """
     cands = _candidates(env)
     if not cands:  # the secret is always a candidate; stay well-formed regardless
         return env.sample_random_action()
-    if len(cands) == 1:
+    turns = env.max_turns - env.turn
+    if len(cands) <= max(1, turns):
         return f"\\boxed{{{cands[0]}}}"
-    guessed = set(env.letters)
-    hidden = env.n_hidden
+    hidden = tuple(i for i, b in enumerate(env.board) if b == "_")
     if len(cands) <= _EXACT_LIMIT:
-        _, move = _best(frozenset(cands), frozenset(guessed), hidden, {})
-        return f"\\boxed{{{move}}}"
-    present = Counter(ch for w in cands for ch in set(w) if ch not in guessed)
+        _, move = _Search().wins(cands, hidden, turns)
+        if move is not None:
+            return f"\\boxed{{{move}}}"
     n = len(cands)
     best_key, best = None, None
-    for letter in present:
-        parts = _split(cands, letter)
-        sizes = [len(p) for pos, p in parts.items() if len(pos) < hidden or not pos]
-        key = (max(sizes, default=0), sum(s * s for s in sizes) / n, -present[letter], letter)
+    for letter in {w[i] for w in cands for i in hidden}:
+        parts = _split(cands, letter, hidden)
+        if len(parts) == 1:
+            continue
+        freq = sum(len(p) for pos, p in parts.items() if pos)
+        key = (sum(len(p) ** 2 for p in parts.values()) / n, -freq, letter)
         if best_key is None or key < best_key:
             best_key, best = key, letter
+    if best is None:
+        return f"\\boxed{{{cands[0]}}}"
     return f"\\boxed{{{best}}}"
-
-
-def _best(cands: frozenset[str], guessed: frozenset[str], hidden: int, memo: dict) -> tuple[int, str]:
-    """``(turns, move)``: the fewest turns that surely win from here, and a first move."""
-    if len(cands) == 1:
-        return 1, next(iter(cands))
-    key = (cands, guessed)
-    if key in memo:
-        return memo[key]
-    # A whole-word guess: wins now or leaves the other candidates.
-    word = min(cands)
-    best = (1 + _best(cands - {word}, guessed, hidden, memo)[0], word)
-    letters = sorted({ch for w in cands for ch in w} - guessed)
-    for letter in letters:
-        if best[0] <= 2:
-            break
-        parts = _split(cands, letter)
-        if len(parts) == 1:
-            continue  # no information
-        worst = 0
-        for pos, part in parts.items():
-            if pos and len(pos) == hidden:
-                continue  # completes the word: won this turn
-            worst = max(worst, _best(frozenset(part), guessed | {letter}, hidden - len(pos), memo)[0])
-            if 1 + worst >= best[0]:
-                break
-        if 1 + worst < best[0]:
-            best = (1 + worst, letter)
-    memo[key] = best
-    return best

@@ -73,7 +73,7 @@ class _Room:
         best = _INF
         for perm in self.perms:
             total = 0
-            for b, t in zip(boxes, perm):
+            for b, t in zip(boxes, perm, strict=False):
                 total += dist[t][b]
                 if total >= best:
                     break
@@ -127,7 +127,7 @@ def _reverse_play(rng, room: _Room, budget: int, runs: int):
     for _ in range(runs):
         reach = None if player < 0 else _bfs_paths(floor, steps, player, boxes)
         options = []
-        for b in boxes:
+        for b in sorted(boxes):
             for d, s in enumerate(steps):
                 p1, p2 = b + s, b + 2 * s
                 if not (floor[p1] and floor[p2]) or p1 in boxes or p2 in boxes:
@@ -193,13 +193,17 @@ def generate_room(
         if attempt < 150:
             floor = _carve(rng, rows, cols, steps_n)
         else:  # an open room: always has room to pull every box off
-            floor = [1 <= i // cols <= rows - 2 and 1 <= i % cols <= cols - 2 for i in range(rows * cols)]
+            floor = [
+                1 <= i // cols <= rows - 2 and 1 <= i % cols <= cols - 2 for i in range(rows * cols)
+            ]
         cells = [i for i, f in enumerate(floor) if f]
         if len(cells) < 2 * num_boxes + 3:
             continue
         room = _Room(rows, cols, floor, rng.sample(cells, num_boxes))
         best, best_key = None, None
-        for _ in range(tries):
+        for k in range(tries):
+            if k == 4 and (best_key is None or best_key[0] < 0):
+                break  # a cramped room: boxes keep ending on goals; carve another
             player, boxes, solution = _reverse_play(rng, room, budget, runs=4 * num_boxes + 4)
             if player < 0:
                 continue
@@ -220,7 +224,9 @@ def generate_room(
     raise RuntimeError(f"could not generate a {rows}x{cols} Sokoban room with {num_boxes} boxes")
 
 
-def solve(room: _Room, player: int, boxes: Sequence[int], max_nodes: int = 200_000) -> list[int] | None:
+def solve(
+    room: _Room, player: int, boxes: Sequence[int], max_nodes: int = 200_000
+) -> list[int] | None:
     """Fewest-moves solution by A* over (player, boxes) states, or ``None``.
 
     The heuristic (cheapest assignment of push distances) never overestimates the moves
@@ -232,6 +238,7 @@ def solve(room: _Room, player: int, boxes: Sequence[int], max_nodes: int = 200_0
     h0 = room.heuristic(start[1])
     if h0 >= _INF:
         return None
+    h_memo = {start[1]: h0}
     heap = [(h0, 0, 0, start)]
     parent: dict = {start: None}
     cost = {start: 0}
@@ -254,6 +261,7 @@ def solve(room: _Room, player: int, boxes: Sequence[int], max_nodes: int = 200_0
         if expanded > max_nodes:
             return None
         box_set = set(bx)
+        h_here = h_memo[bx]
         for d, s in enumerate(steps):
             q = p + s
             if not floor[q]:
@@ -263,19 +271,19 @@ def solve(room: _Room, player: int, boxes: Sequence[int], max_nodes: int = 200_0
                 if not floor[nb] or nb in box_set or not alive[nb]:
                     continue
                 new_boxes = tuple(sorted(nb if b == q else b for b in bx))
-                h = room.heuristic(new_boxes)
+                h = h_memo.get(new_boxes)
+                if h is None:
+                    h = h_memo[new_boxes] = room.heuristic(new_boxes)
                 if h >= _INF:
                     continue
             else:
                 new_boxes = bx
-                h = None
+                h = h_here
             nxt = (q, new_boxes)
             if cost.get(nxt, _INF) <= g + 1:
                 continue
             cost[nxt] = g + 1
             parent[nxt] = (state, d)
-            if h is None:
-                h = room.heuristic(new_boxes)
             counter += 1
             heapq.heappush(heap, (g + 1 + h, -(g + 1), counter, nxt))
     return None
@@ -315,7 +323,10 @@ class SokobanEnv(LanguageGame):
         player pulls them off (reverse play), so every room is solvable by construction,
         in at most ``max_turns`` moves (the reverse play never exceeds the budget). Of
         several reverse plays the one farthest from solved is kept (no box on a goal when
-        possible). A reset takes about a millisecond; no search is run at reset.
+        possible). A reset takes a few milliseconds; no search is run at reset.
+        `load_board` replaces the room by a hand-made level (custom levels, tests).
+    Oracle: `oracle` plays a fewest-moves A* plan (cached for the episode, recomputed
+        when the board leaves it).
     Variants: easy 6×6 room, 2 boxes, 20 turns; hard 8×8, 4 boxes, 50 turns; random: rows
         and columns in [6, 8], 1–3 boxes (1–4 when both sides are at least 7).
     Version history: v0 — the reference GEM's ids, room sizes, symbols and action words;
@@ -343,7 +354,9 @@ class SokobanEnv(LanguageGame):
         if dim_room is not None:
             dim_room = tuple(dim_room)
             if len(dim_room) != 2 or not all(isinstance(v, int) and 5 <= v <= 20 for v in dim_room):
-                raise ValueError(f"dim_room must be (rows, cols) with 5 <= each <= 20, got {dim_room!r}")
+                raise ValueError(
+                    f"dim_room must be (rows, cols) with 5 <= each <= 20, got {dim_room!r}"
+                )
         if num_boxes is not None and not (isinstance(num_boxes, int) and 1 <= num_boxes <= 8):
             raise ValueError(f"num_boxes must be an int in [1, 8] or None, got {num_boxes!r}")
         self._dim_arg = dim_room
@@ -382,6 +395,55 @@ class SokobanEnv(LanguageGame):
         self._best_h = room.heuristic(boxes)
         self._plan, self._plan_state = [], None
         self._start = (player, tuple(boxes))
+
+    def load_board(self, board: str) -> None:
+        """Replace the current room by a hand-made one, written in the board's symbols.
+
+        Call after `reset` (e.g. for custom levels or tests); the turn count is kept.
+        Rows may separate their symbols by spaces, as `board` does. The construction
+        solution becomes empty (the oracle searches from the new position).
+
+        Raises:
+            ValueError: ragged rows, an unknown symbol, not exactly one player, floor on
+                the border, or a box count different from the goal count.
+        """
+        rows = [
+            line.split() if " " in line.strip() else list(line.strip())
+            for line in board.strip().splitlines()
+        ]
+        if not rows or any(len(r) != len(rows[0]) for r in rows):
+            raise ValueError("board rows must all have the same number of symbols")
+        n_rows, n_cols = len(rows), len(rows[0])
+        floor, targets, boxes, players = [], [], [], []
+        for r, row in enumerate(rows):
+            for c, sym in enumerate(row):
+                i = r * n_cols + c
+                if sym not in "#_OX√PS":
+                    raise ValueError(
+                        f"unknown symbol {sym!r} at row {r}, column {c}; expected one of # _ O X √ P S"
+                    )
+                border = r in (0, n_rows - 1) or c in (0, n_cols - 1)
+                if sym != "#" and border:
+                    raise ValueError(f"the border must be wall, got {sym!r} at row {r}, column {c}")
+                floor.append(sym != "#")
+                if sym in "O√S":
+                    targets.append(i)
+                if sym in "X√":
+                    boxes.append(i)
+                if sym in "PS":
+                    players.append(i)
+        if len(players) != 1 or not boxes or len(boxes) != len(targets):
+            raise ValueError(
+                f"need one player and as many boxes as goals, got {len(players)} players, "
+                f"{len(boxes)} boxes and {len(targets)} goals"
+            )
+        self.room = _Room(n_rows, n_cols, floor, targets)
+        self.dim_room, self.num_boxes = (n_rows, n_cols), len(boxes)
+        self.player, self.boxes, self.solution = players[0], set(boxes), []
+        h = self.room.heuristic(tuple(sorted(boxes)))
+        self._h0, self._best_h = max(1, h), h
+        self._plan, self._plan_state = [], None
+        self._start = (players[0], tuple(sorted(boxes)))
 
     # --- text ----------------------------------------------------------------------
     def instructions(self) -> str:
@@ -505,7 +567,9 @@ def oracle(env: SokobanEnv) -> str:
     if not env._plan:
         for d, s in enumerate(env.room.steps):
             q = env.player + s
-            if env.room.floor[q] and (q not in env.boxes or (env.room.floor[q + s] and q + s not in env.boxes)):
+            if env.room.floor[q] and (
+                q not in env.boxes or (env.room.floor[q + s] and q + s not in env.boxes)
+            ):
                 return f"\\boxed{{{_NAMES[d]}}}"
         return r"\boxed{up}"
     d = env._plan.pop(0)

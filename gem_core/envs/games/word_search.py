@@ -10,7 +10,9 @@ from gem_core.envs.games.crosswords import load_clues
 
 __all__ = ["WordSearchEnv", "oracle", "build_grid"]
 
-_MOVE = re.compile(r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*\]?")
+_MOVE = re.compile(
+    r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*\]?"
+)
 # (dr, dc) of each reading direction: across, down, and (hardcore) their reverses.
 _FORWARD = ((0, 1), (1, 0))
 _ALL = ((0, 1), (1, 0), (0, -1), (-1, 0))
@@ -33,11 +35,45 @@ def _occurrences(grid: list[list[str]], word: str) -> set[Segment]:
                 continue
             for dr, dc in _ALL:
                 er, ec = r + (n - 1) * dr, c + (n - 1) * dc
-                if 0 <= er < size and 0 <= ec < size and all(
-                    grid[r + i * dr][c + i * dc] == word[i] for i in range(n)
+                if (
+                    0 <= er < size
+                    and 0 <= ec < size
+                    and all(grid[r + i * dr][c + i * dc] == word[i] for i in range(n))
                 ):
                     found.add(_segment((r, c), (er, ec)))
     return found
+
+
+def _fits(grid, word: str, r: int, c: int, dr: int, dc: int) -> bool:
+    for i, ch in enumerate(word):
+        have = grid[r + i * dr][c + i * dc]
+        if have is not None and have != ch:
+            return False
+    return True
+
+
+def _find_spot(rng, grid, word: str, directions, guesses: int = 40):
+    """A random place for ``word`` (cells empty or already holding the same letter).
+
+    Tries random placements first (the grid is mostly empty, so one usually fits at
+    once) and falls back to choosing among all fitting placements.
+    """
+    size, n = len(grid), len(word)
+    for _ in range(guesses):
+        dr, dc = rng.choice(directions)
+        r = rng.randrange(size - (n - 1) * abs(dr)) + (n - 1) * max(0, -dr)
+        c = rng.randrange(size - (n - 1) * abs(dc)) + (n - 1) * max(0, -dc)
+        if _fits(grid, word, r, c, dr, dc):
+            return r, c, dr, dc
+    spots = []
+    for dr, dc in directions:
+        for r in range(size):
+            if not 0 <= r + (n - 1) * dr < size:
+                continue
+            for c in range(size):
+                if 0 <= c + (n - 1) * dc < size and _fits(grid, word, r, c, dr, dc):
+                    spots.append((r, c, dr, dc))
+    return rng.choice(spots) if spots else None
 
 
 def build_grid(rng, words: list[str], directions, *, min_size: int = 0, refills: int = 20):
@@ -51,27 +87,16 @@ def build_grid(rng, words: list[str], directions, *, min_size: int = 0, refills:
     """
     words = sorted(words, key=lambda w: (-len(w), w))
     size = max(min_size, round(1.5 * len(words[0])), len(words[0]))
-    while True:
+    for _ in range(8):
         for _ in range(10):
             grid: list[list[str | None]] = [[None] * size for _ in range(size)]
             where: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
             for word in words:
-                n = len(word)
-                spots = []
-                for dr, dc in directions:
-                    for r in range(size):
-                        er = r + (n - 1) * dr
-                        if not 0 <= er < size:
-                            continue
-                        for c in range(size):
-                            ec = c + (n - 1) * dc
-                            if 0 <= ec < size and all(
-                                grid[r + i * dr][c + i * dc] in (None, word[i]) for i in range(n)
-                            ):
-                                spots.append((r, c, dr, dc))
-                if not spots:
+                spot = _find_spot(rng, grid, word, directions)
+                if spot is None:
                     break
-                r, c, dr, dc = rng.choice(spots)
+                r, c, dr, dc = spot
+                n = len(word)
                 for i in range(n):
                     grid[r + i * dr][c + i * dc] = word[i]
                 where[word] = ((r, c), (r + (n - 1) * dr, c + (n - 1) * dc))
@@ -84,6 +109,7 @@ def build_grid(rng, words: list[str], directions, *, min_size: int = 0, refills:
                 if all(_occurrences(grid, w) == {_segment(*where[w])} for w in words):
                     return grid, where
         size += 1
+    raise RuntimeError(f"could not hide {words} so that each reads exactly once")
 
 
 class WordSearchEnv(LanguageGame):
@@ -150,10 +176,15 @@ class WordSearchEnv(LanguageGame):
         self.highlighted: set[tuple[int, int]] = set()
         self.attempts: set[Segment] = set()
         self._by_segment: dict[Segment, str] = {}
+        self._grid_text: str | None = None  # cache of grid_text(), redrawn when a word is found
 
     def configure(self) -> None:
-        self.num_words = self.rng.randint(3, 7) if self._num_words_arg is None else self._num_words_arg
-        self.hardcore = self.rng.random() < 0.5 if self._hardcore_arg is None else bool(self._hardcore_arg)
+        self.num_words = (
+            self.rng.randint(3, 7) if self._num_words_arg is None else self._num_words_arg
+        )
+        self.hardcore = (
+            self.rng.random() < 0.5 if self._hardcore_arg is None else bool(self._hardcore_arg)
+        )
         if self._max_turns_arg is None:
             self.max_turns = 4 * self.num_words
 
@@ -161,7 +192,8 @@ class WordSearchEnv(LanguageGame):
         pool = [w for w, _ in load_clues("hard" if self.hardcore else "easy")]
         words: list[str] = []
         for w in self.rng.sample(pool, len(pool)):
-            if not any(w in u or u in w for u in words):
+            # No word may hide inside another, forwards or backwards (DOG in GOD).
+            if not any(w in u or u in w or w[::-1] in u or u in w[::-1] for u in words):
                 words.append(w)
                 if len(words) == self.num_words:
                     break
@@ -170,6 +202,7 @@ class WordSearchEnv(LanguageGame):
         self.words = sorted(words)
         self._by_segment = {_segment(*ends): w for w, ends in self.where.items()}
         self.found, self.highlighted, self.attempts = [], set(), set()
+        self._grid_text = None
 
     # --- text ----------------------------------------------------------------------
     def instructions(self) -> str:
@@ -189,13 +222,22 @@ class WordSearchEnv(LanguageGame):
         )
 
     def format_hint(self) -> str:
-        return r"Give your guess as \boxed{start_row start_col end_row end_col}, e.g. \boxed{1 1 1 5}."
+        return (
+            r"Give your guess as \boxed{start_row start_col end_row end_col}, e.g. \boxed{1 1 1 5}."
+        )
 
     def grid_text(self) -> str:
         """The grid with row and column numbers; found letters in brackets."""
+        if self._grid_text is None:
+            self._grid_text = self._draw_grid()
+        return self._grid_text
+
+    def _draw_grid(self) -> str:
         lines = ["    " + " ".join(f"C{i:02}" for i in range(len(self.grid)))]
         for r, row in enumerate(self.grid):
-            cells = (f"[{v}]" if (r, c) in self.highlighted else f" {v} " for c, v in enumerate(row))
+            cells = (
+                f"[{v}]" if (r, c) in self.highlighted else f" {v} " for c, v in enumerate(row)
+            )
             lines.append(f"R{r:02} " + " ".join(cells))
         return "\n".join(lines)
 
@@ -208,7 +250,10 @@ class WordSearchEnv(LanguageGame):
 
     def state_summary(self) -> str:
         found = ", ".join(self.found) or "none"
-        return f"Turn {self.turn}/{self.max_turns}. Found {len(self.found)}/{len(self.words)}: {found}.\n" + self.render()
+        return (
+            f"Turn {self.turn}/{self.max_turns}. Found {len(self.found)}/{len(self.words)}: {found}.\n"
+            + self.render()
+        )
 
     # --- rules ---------------------------------------------------------------------
     def parse_move(self, content: str) -> tuple[int, int, int, int] | None:
@@ -232,7 +277,9 @@ class WordSearchEnv(LanguageGame):
         seg = _segment((r1, c1), (r2, c2))
         word = self._by_segment.get(seg)
         if word is not None and word in self.found:
-            return MoveResult(f"{where} is {word}, which you already found.", self.invalid_penalty, invalid=True)
+            return MoveResult(
+                f"{where} is {word}, which you already found.", self.invalid_penalty, invalid=True
+            )
         if seg in self.attempts:
             return MoveResult(f"{where} was already tried.", self.invalid_penalty, invalid=True)
         self.attempts.add(seg)
@@ -241,6 +288,7 @@ class WordSearchEnv(LanguageGame):
         self.found.append(word)
         (a, b), (c, d) = seg
         self.highlighted.update((r, col) for r in range(a, c + 1) for col in range(b, d + 1))
+        self._grid_text = None
         if len(self.found) == len(self.words):
             return MoveResult(
                 f"{where}: correct, you found {word}. Congratulations! You completed the Word Search puzzle!",
@@ -248,7 +296,9 @@ class WordSearchEnv(LanguageGame):
                 terminated=True,
                 success=True,
             )
-        return MoveResult(f"{where}: correct, you found {word}.", self.progress_scale / len(self.words))
+        return MoveResult(
+            f"{where}: correct, you found {word}.", self.progress_scale / len(self.words)
+        )
 
     def sample_random_action(self) -> str:
         size = max(1, len(self.grid))
