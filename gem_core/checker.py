@@ -83,7 +83,8 @@ class PassiveEnvChecker(Wrapper):
 
     Type errors in the return values raise `TypeError` (they would corrupt a rollout);
     softer issues (non-text observation, missing ``success`` on a final step) warn once.
-    After the first checked step it is a pure pass-through.
+    Once the first step and the first episode end are checked, it binds ``step`` straight
+    to the inner env (no per-step cost).
     """
 
     def __init__(self, env: Env):
@@ -117,6 +118,10 @@ class PassiveEnvChecker(Wrapper):
                     f"{self.env} ended an episode (terminated=True) without info['success']; "
                     "set it on the final step so success is never inferred from reward"
                 )
+        if self._checked_step and self._checked_final:
+            # Every check has run: from now on calls go straight to the inner env's step,
+            # so the checker costs nothing on the hot path.
+            self.step = self.env.step  # type: ignore[method-assign]
         return result
 
 

@@ -55,6 +55,8 @@ class GuessTheNumberEnv(LanguageGame):
         self.low = self.min_number
         self.high = self.max_number
         self.guesses: list[tuple[int, str]] = []
+        self._guessed: set[int] = set()
+        self._history = ""  # "g (hint), ..." kept up to date, so render is O(1)
 
     def configure(self) -> None:
         lo, hi = self._range_arg
@@ -69,6 +71,8 @@ class GuessTheNumberEnv(LanguageGame):
         self.target = self.rng.randint(self.min_number, self.max_number)
         self.low, self.high = self.min_number, self.max_number
         self.guesses = []
+        self._guessed = set()
+        self._history = ""
 
     def instructions(self) -> str:
         return (
@@ -84,8 +88,7 @@ class GuessTheNumberEnv(LanguageGame):
     def render(self) -> str:
         if not self.guesses:
             return "No guesses yet. Enter your first guess."
-        history = ", ".join(f"{g} ({h})" for g, h in self.guesses)
-        return f"Guesses so far: {history}. Enter your next guess."
+        return f"Guesses so far: {self._history}. Enter your next guess."
 
     def state_summary(self) -> str:
         return f"Range {self.min_number}-{self.max_number}; target in [{self.low}, {self.high}]. " + self.render()
@@ -103,12 +106,12 @@ class GuessTheNumberEnv(LanguageGame):
                 self.invalid_penalty,
                 invalid=True,
             )
-        if any(g == guess for g, _ in self.guesses):
+        if guess in self._guessed:
             return MoveResult(
                 f"Turn {self.turn}: you already guessed {guess}.", self.invalid_penalty, invalid=True
             )
         if guess == self.target:
-            self.guesses.append((guess, "correct"))
+            self._record(guess, "correct")
             return MoveResult(
                 f"Correct! The number was {self.target}; found in {self.turn} turns.",
                 1.0,
@@ -124,11 +127,17 @@ class GuessTheNumberEnv(LanguageGame):
             hint = "lower"
             self.high = min(self.high, guess - 1)
         removed = before - (self.high - self.low + 1)
-        self.guesses.append((guess, hint))
+        self._record(guess, hint)
         return MoveResult(
             f"Turn {self.turn}: you guessed {guess}; the target is {hint} than {guess}.",
             self.progress_scale * removed / size,
         )
+
+    def _record(self, guess: int, hint: str) -> None:
+        self.guesses.append((guess, hint))
+        self._guessed.add(guess)
+        entry = f"{guess} ({hint})"
+        self._history = f"{self._history}, {entry}" if self._history else entry
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"

@@ -175,9 +175,9 @@ class HangmanEnv(LanguageGame):
 
 
 # Candidate sets up to this size get the exact search; larger ones the split heuristic.
-_EXACT_LIMIT = 40
+_EXACT_LIMIT = 16
 # Search nodes one oracle call may expand before it settles for estimates.
-_NODE_BUDGET = 20_000
+_NODE_BUDGET = 2_000
 
 
 def _candidates(env: HangmanEnv) -> tuple[str, ...]:
@@ -298,14 +298,25 @@ def oracle(env: HangmanEnv) -> str:
         _, move = _Search().wins(cands, hidden, turns)
         if move is not None:
             return f"\\boxed{{{move}}}"
-    n = len(cands)
+    # One step ahead: the words each letter's answer groups could still surely win (an
+    # optimistic estimate: all of a group but the excess of its largest family).
+    left = turns - 1
     best_key, best = None, None
     for letter in {w[i] for w in cands for i in hidden}:
         parts = _split(cands, letter, hidden)
         if len(parts) == 1:
             continue
-        freq = sum(len(p) for pos, p in parts.items() if pos)
-        key = (sum(len(p) ** 2 for p in parts.values()) / n, -freq, letter)
+        won, spread = 0, 0
+        for pos, part in parts.items():
+            spread += len(part) ** 2
+            if pos and len(pos) == len(hidden):
+                won += len(part)
+            elif len(part) <= left:
+                won += len(part)
+            else:
+                rest = tuple(i for i in hidden if i not in pos)
+                won += len(part) - max(0, _family_bound(part, rest) - left)
+        key = (-won, spread, letter)
         if best_key is None or key < best_key:
             best_key, best = key, letter
     if best is None:
