@@ -201,3 +201,91 @@ register(
     max_turns=None,
     description="Merge tiles to reach a target tile. (random)",
 )
+# Mastermind
+register(
+    "game:Mastermind-v0-easy",
+    "gem_core.envs.games.mastermind:MastermindEnv",
+    kwargs={"code_length": 2, "num_numbers": 6, "duplicate_numbers": False, "max_turns": 10},
+    max_turns=10,
+    description="Crack a secret code from black/white peg feedback. (easy)",
+)
+register(
+    "game:Mastermind-v0-hard",
+    "gem_core.envs.games.mastermind:MastermindEnv",
+    kwargs={"code_length": 4, "num_numbers": 8, "duplicate_numbers": False, "max_turns": 30},
+    max_turns=30,
+    description="Crack a secret code from black/white peg feedback. (hard)",
+)
+register(
+    "game:Mastermind-v0-random",
+    "gem_core.envs.games.mastermind:MastermindEnv",
+    kwargs={"code_length": None, "num_numbers": None, "duplicate_numbers": False, "max_turns": None},
+    max_turns=None,
+    description="Crack a secret code from black/white peg feedback. (random)",
+)
+# Minesweeper
+register(
+    "game:Minesweeper-v0-easy",
+    "gem_core.envs.games.minesweeper:MinesweeperEnv",
+    kwargs={"rows": 5, "cols": 5, "num_mines": 5, "max_turns": 25},
+    max_turns=25,
+    description="Reveal every safe cell without hitting a mine. (easy)",
+)
+register(
+    "game:Minesweeper-v0-hard",
+    "gem_core.envs.games.minesweeper:MinesweeperEnv",
+    kwargs={"rows": 8, "cols": 8, "num_mines": 12, "max_turns": 64},
+    max_turns=64,
+    description="Reveal every safe cell without hitting a mine. (hard)",
+)
+register(
+    "game:Minesweeper-v0-random",
+    "gem_core.envs.games.minesweeper:MinesweeperEnv",
+    kwargs={"rows": None, "cols": None, "num_mines": None, "max_turns": None},
+    max_turns=None,
+    description="Reveal every safe cell without hitting a mine. (random)",
+)
+# Wordle
+register(
+    "game:Wordle-v0-easy",
+    "gem_core.envs.games.wordle:WordleEnv",
+    kwargs={"word_length": 3, "only_real_words": True, "max_turns": 15},
+    max_turns=15,
+    description="Guess a hidden word from per-letter feedback. (easy)",
+)
+register(
+    "game:Wordle-v0-hard",
+    "gem_core.envs.games.wordle:WordleEnv",
+    kwargs={"word_length": 5, "only_real_words": True, "max_turns": 25},
+    max_turns=25,
+    description="Guess a hidden word from per-letter feedback. (hard)",
+)
+register(
+    "game:Wordle-v0-random",
+    "gem_core.envs.games.wordle:WordleEnv",
+    kwargs={"word_length": None, "only_real_words": True, "max_turns": None},
+    max_turns=None,
+    description="Guess a hidden word from per-letter feedback. (random)",
+)
+# Hangman
+register(
+    "game:Hangman-v0-easy",
+    "gem_core.envs.games.hangman:HangmanEnv",
+    kwargs={"word_length": 3, "hardcore": False, "max_turns": 10},
+    max_turns=10,
+    description="Guess a hidden word letter by letter. (easy)",
+)
+register(
+    "game:Hangman-v0-hard",
+    "gem_core.envs.games.hangman:HangmanEnv",
+    kwargs={"word_length": 7, "hardcore": False, "max_turns": 20},
+    max_turns=20,
+    description="Guess a hidden word letter by letter. (hard)",
+)
+register(
+    "game:Hangman-v0-random",
+    "gem_core.envs.games.hangman:HangmanEnv",
+    kwargs={"word_length": None, "hardcore": False, "max_turns": None},
+    max_turns=None,
+    description="Guess a hidden word letter by letter. (random)",
+)

@@ -175,7 +175,7 @@ class HangmanEnv(LanguageGame):
 
 
 # Candidate sets up to this size get the exact search; larger ones the split heuristic.
-_EXACT_LIMIT = 16
+_EXACT_LIMIT = 10
 # Search nodes one oracle call may expand before it settles for estimates.
 _NODE_BUDGET = 2_000
 
@@ -186,7 +186,7 @@ def _candidates(env: HangmanEnv) -> tuple[str, ...]:
     board, guessed, wrong = env.board, set(env.letters), set(env.wrong_words)
 
     def fits(w: str) -> bool:
-        for b, ch in zip(board, w):
+        for b, ch in zip(board, w, strict=True):
             if b == "_":
                 if ch in guessed:
                     return False
@@ -272,53 +272,63 @@ class _Search:
 
 
 def oracle(env: HangmanEnv) -> str:
-    """Letter choice over the words consistent with the board, with a turn-aware search.
+    """Letter choice over the words consistent with the board, with a turn-aware endgame.
 
     The candidates are the words of the list that match the revealed letters, hold no
     guessed letter at a blank and were not guessed whole. When no more candidates are
-    left than turns, it guesses them whole one by one (a sure win). With a small set
-    (up to 40) it searches exactly, within a node budget, for the move that surely wins
-    the most candidates in the turns left (whole-word guesses included). Otherwise it
-    guesses the letter that splits the candidates best: the smallest expected group
-    (then the most frequent letter).
+    left than turns, the win is sure: it guesses the best letter if every group it can
+    leave still fits the turns left, else the words whole one by one. With up to 10 it
+    searches exactly (within a node budget) for the move that surely wins the most
+    candidates in the turns left, whole-word guesses included. Otherwise it guesses the
+    letter whose answer (the positions it appears at) leaves the smallest largest group,
+    then the smallest expected group.
 
-    Not every word can be won within a short budget: e.g. the 27 three-letter words
-    ``?AT``, ``?ET``, ``?IT`` of the common list cannot all be found within 10 turns
-    by any strategy (each guess rules out at most one ``?AT`` word, and an exhaustive
-    search shows that testing the families at once still takes 11 turns for some word).
+    Short words in a short budget cannot all be won: the 27 three-letter words
+    ``?AT``, ``?ET``, ``?IT`` of the common list cannot all be found within 10 turns by
+    any strategy (an exhaustive search; each guess rules out at most one word of a
+    ``?AT`` family), so ``Hangman-v0-easy`` has no strategy that wins every word.
     """
+    env = env.unwrapped  # accept a wrapped env too
     cands = _candidates(env)
     if not cands:  # the secret is always a candidate; stay well-formed regardless
         return env.sample_random_action()
-    turns = env.max_turns - env.turn
-    if len(cands) <= max(1, turns):
+    if len(cands) == 1:
         return f"\\boxed{{{cands[0]}}}"
+    turns = env.max_turns - env.turn
     hidden = tuple(i for i, b in enumerate(env.board) if b == "_")
+    letter, worst = _split_letter(cands, hidden)
+    if len(cands) <= turns:
+        # A sure win either way: whole words one by one, or a letter whose groups all fit.
+        return f"\\boxed{{{letter if worst < turns else cands[0]}}}"
     if len(cands) <= _EXACT_LIMIT:
         _, move = _Search().wins(cands, hidden, turns)
         if move is not None:
             return f"\\boxed{{{move}}}"
-    # One step ahead: the words each letter's answer groups could still surely win (an
-    # optimistic estimate: all of a group but the excess of its largest family).
-    left = turns - 1
-    best_key, best = None, None
-    for letter in {w[i] for w in cands for i in hidden}:
-        parts = _split(cands, letter, hidden)
-        if len(parts) == 1:
-            continue
-        won, spread = 0, 0
-        for pos, part in parts.items():
-            spread += len(part) ** 2
-            if pos and len(pos) == len(hidden):
-                won += len(part)
-            elif len(part) <= left:
-                won += len(part)
-            else:
-                rest = tuple(i for i in hidden if i not in pos)
-                won += len(part) - max(0, _family_bound(part, rest) - left)
-        key = (-won, spread, letter)
+    return f"\\boxed{{{letter}}}"
+
+
+def _split_letter(cands: tuple[str, ...], hidden: tuple[int, ...]) -> tuple[str, int]:
+    """The letter leaving the smallest largest group (then expected group), and the
+    size of its largest group that the guess does not complete."""
+    # Group sizes per letter in one pass: letter -> {positions revealed: words}.
+    groups: dict[str, Counter] = {}
+    for w in cands:
+        at: dict[str, tuple[int, ...]] = {}
+        for i in hidden:
+            at[w[i]] = at.get(w[i], ()) + (i,)
+        for ch, pos in at.items():
+            groups.setdefault(ch, Counter())[pos] += 1
+    n, full = len(cands), len(hidden)
+    best_key, best, worst = None, cands[0], n
+    for ch, counter in groups.items():
+        sizes = list(counter.values())
+        absent = n - sum(sizes)
+        if absent:
+            sizes.append(absent)
+        if len(sizes) == 1:
+            continue  # no information
+        key = (max(sizes), sum(x * x for x in sizes), ch)
         if best_key is None or key < best_key:
-            best_key, best = key, letter
-    if best is None:
-        return f"\\boxed{{{cands[0]}}}"
-    return f"\\boxed{{{best}}}"
+            open_sizes = [k for pos, k in counter.items() if len(pos) < full]
+            best_key, best, worst = key, ch, max(open_sizes + [absent])
+    return best, worst

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from functools import lru_cache
+from operator import eq
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
 
@@ -12,6 +13,8 @@ __all__ = ["MastermindEnv", "score_guess", "oracle", "RANDOM_CONFIGS"]
 
 # (code_length, num_numbers, max_turns) drawn uniformly by the -random variant (the reference's).
 RANDOM_CONFIGS: tuple[tuple[int, int, int], ...] = ((2, 6, 10), (4, 6, 20), (4, 8, 30))
+# Guess -> its text ("1 2 3 4"), shared by all envs of the process (bounded).
+_SHOWN: dict[tuple[int, ...], str] = {}
 
 
 def score_guess(code: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int]:
@@ -24,7 +27,7 @@ def score_guess(code: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int
     (1, 2)
     """
     black = 0
-    for a, b in zip(code, guess):
+    for a, b in zip(code, guess, strict=True):
         if a == b:
             black += 1
     if len(set(code)) == len(code) and len(set(guess)) == len(guess):
@@ -103,6 +106,8 @@ class MastermindEnv(LanguageGame):
         self._seen: set[tuple[int, ...]] = set()
         self._history = ""
         self._episode = object()  # identifies the episode (oracle cache key)
+        self._code_of: tuple[int, ...] | None = None
+        self._code_set: set[int] | None = None
 
     # --- configuration and setup ------------------------------------------------------
     def configure(self) -> None:
@@ -165,55 +170,71 @@ class MastermindEnv(LanguageGame):
             tokens = list(tokens[0])  # "1234" -> 1 2 3 4
         if len(tokens) > 64:
             return None
-        return tuple(int(t) for t in tokens)
+        return tuple(map(int, tokens))
 
     def apply_move(self, guess: tuple[int, ...]) -> MoveResult:
-        shown = " ".join(map(str, guess))
-        if len(shown) > 60:
-            shown = f"{len(guess)} numbers"
-        if len(guess) != self.code_length:
-            return MoveResult(
-                f"Turn {self.turn}: your guess ({shown}) has {len(guess)} digits but the code "
-                f"has {self.code_length}.",
-                self.invalid_penalty,
-                invalid=True,
-            )
-        for d in guess:
-            if d < 1 or d > self.num_numbers:
-                return MoveResult(
-                    f"Turn {self.turn}: your guess ({shown}) has digits outside 1-{self.num_numbers}.",
-                    self.invalid_penalty,
-                    invalid=True,
-                )
+        valid = _valid_codes(self.code_length, self.num_numbers)
+        if valid is not None:
+            ok = guess in valid
+        else:
+            ok = len(guess) == self.code_length and min(guess) >= 1 and max(guess) <= self.num_numbers
+        if not ok:
+            return self._invalid_guess(guess)
+        shown = _SHOWN.get(guess)
+        if shown is None:
+            shown = " ".join(map(str, guess))
+            if len(_SHOWN) < 50_000:
+                _SHOWN[guess] = shown
         if guess in self._seen:
-            return MoveResult(
-                f"Turn {self.turn}: you already guessed {shown}.", self.invalid_penalty, invalid=True
-            )
+            return MoveResult(f"Turn {self.turn}: you already guessed {shown}.", self.invalid_penalty, invalid=True)
         self._seen.add(guess)
-        black, white = score_guess(self.code, guess)
+        code = self.code
+        black = sum(map(eq, code, guess))
+        if self._code_of is not code:  # the code's digits, when none repeats (cached)
+            digits = set(code)
+            self._code_of, self._code_set = code, digits if len(digits) == len(code) else None
+        distinct = set(guess)
+        if self._code_set is not None and len(distinct) == len(guess):
+            white = len(self._code_set & distinct) - black  # no repeats: a set intersection
+        else:
+            white = score_guess(code, guess)[1]
         self.guesses.append((guess, black, white))
         self._history += f"\n{len(self.guesses)}. {shown} -> {black} black, {white} white"
         if black == self.code_length:
             return MoveResult(
-                f"Correct! The code was {shown}; cracked in {self.turn} turns.",
-                1.0,
-                terminated=True,
-                success=True,
+                f"Correct! The code was {shown}; cracked in {self.turn} turns.", 1.0, terminated=True, success=True
             )
         reward = 0.0
         if black > self.best_black:
             reward = self.progress_scale * (black - self.best_black) / self.code_length
             self.best_black = black
         return MoveResult(
-            f"Turn {self.turn}: your guess {shown} gets {black} black peg(s) and {white} white peg(s).",
-            reward,
+            f"Turn {self.turn}: your guess {shown} gets {black} black peg(s) and {white} white peg(s).", reward
         )
+
+    def _invalid_guess(self, guess: tuple[int, ...]) -> MoveResult:
+        shown = " ".join(map(str, guess))
+        if len(shown) > 60:
+            shown = f"{len(guess)} numbers"
+        if len(guess) != self.code_length:
+            why = f"has {len(guess)} digits but the code has {self.code_length}"
+        else:
+            why = f"has digits outside 1-{self.num_numbers}"
+        return MoveResult(f"Turn {self.turn}: your guess ({shown}) {why}.", self.invalid_penalty, invalid=True)
 
     def sample_random_action(self) -> str:
         digits = self.rng.sample(range(1, self.num_numbers + 1), min(self.code_length, self.num_numbers))
         while len(digits) < self.code_length:
             digits.append(self.rng.randint(1, self.num_numbers))
         return "\\boxed{" + " ".join(map(str, digits)) + "}"
+
+
+@lru_cache(maxsize=16)
+def _valid_codes(length: int, numbers: int) -> frozenset[tuple[int, ...]] | None:
+    """Every in-range guess of the right length (repeats allowed), when there are few."""
+    if numbers**length > 50_000:
+        return None
+    return frozenset(itertools.product(range(1, numbers + 1), repeat=length))
 
 
 @lru_cache(maxsize=16)
@@ -236,6 +257,7 @@ def oracle(env: MastermindEnv) -> str:
     peg answer leaves the fewest candidates); otherwise the first candidate. Never repeats
     a guess, so every move is valid.
     """
+    env = env.unwrapped  # accept a wrapped env too
     state = getattr(env, "_oracle_state", None)
     if state is None or state[0] is not env._episode or state[1] > len(env.guesses):
         state = (env._episode, 0, _all_codes(env.code_length, env.num_numbers, env.duplicate_numbers))

@@ -156,7 +156,7 @@ class MinesweeperEnv(LanguageGame):
         lines = [" " * (w + 1) + " ".join(str(c).rjust(w) for c in range(self.cols))]
         view = self._view
         if show_mines:
-            view = ["*" if m else v for m, v in zip(self.mines, view)]
+            view = ["*" if m else v for m, v in zip(self.mines, view, strict=True)]
         cols = self.cols
         for r in range(self.rows):
             cells = view[r * cols : (r + 1) * cols]
@@ -446,6 +446,7 @@ def oracle(env: MinesweeperEnv) -> str:
     is most likely to open up the board). A flagged cell it wants to reveal is unflagged
     first.
     """
+    env = env.unwrapped  # accept a wrapped env too
     cols = env.cols
     if not env.mines_placed:
         first = (env.rows // 2) * cols + cols // 2

@@ -26,7 +26,7 @@ def score_word(secret: str, guess: str) -> str:
     """
     fb = ["X"] * len(guess)
     unmatched: dict[str, int] = {}
-    for i, (s, g) in enumerate(zip(secret, guess)):
+    for i, (s, g) in enumerate(zip(secret, guess, strict=True)):
         if s == g:
             fb[i] = "G"
         else:
@@ -50,8 +50,9 @@ class WordleEnv(LanguageGame):
         ignored). Anything else in the box is a format error.
     Rewards: 1.0 for the hidden word (terminates, success). Another valid guess pays
         ``progress_scale / word_length`` for each position turned green for the first
-        time; over an episode these progress rewards sum to at most ``progress_scale *
-        (word_length - 1) / word_length`` < ``progress_scale`` (default 0.1), since the
+        time; over an episode these progress rewards sum to at most ``progress_scale``
+        (default 0.1; every position green at some point without a win), and to at most
+        ``progress_scale * (word_length - 1) / word_length`` in a won episode, since the
         winning guess pays exactly 1.0. A guess of the wrong length, a repeated guess and
         (with ``only_real_words``) a word not in the word list are invalid moves
         (``invalid_penalty``, default 0.0, no state change). A format error pays
@@ -207,6 +208,7 @@ def oracle(env: WordleEnv) -> str:
     candidate whose feedback splits the rest into the smallest expected group; otherwise
     the candidate with the most common distinct letters (by position and presence).
     """
+    env = env.unwrapped  # accept a wrapped env too
     state = getattr(env, "_oracle_state", None)
     if state is None or state[0] is not env._episode or state[1] > len(env.guesses):
         state = (env._episode, 0, env.answers)

@@ -12,7 +12,7 @@ Words are returned upper-case, sorted, without duplicates.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 __all__ = ["WORD_LISTS", "words", "word_set", "lengths"]
@@ -20,7 +20,7 @@ __all__ = ["WORD_LISTS", "words", "word_set", "lengths"]
 WORD_LISTS = ("common", "web2")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> dict[int, tuple[str, ...]]:
     if name not in WORD_LISTS:
         raise ValueError(f"unknown word list {name!r}; expected one of {WORD_LISTS}")
@@ -36,7 +36,7 @@ def words(name: str, length: int) -> tuple[str, ...]:
     return _load(name).get(length, ())
 
 
-@lru_cache(maxsize=None)
+@cache
 def word_set(name: str, length: int) -> frozenset[str]:
     """`words` as a set, for membership tests."""
     return frozenset(words(name, length))
