@@ -19,6 +19,9 @@ __all__ = [
     "WorkerTimeout",
     "AlreadyPendingCallError",
     "NoAsyncCallError",
+    "SandboxError",
+    "SandboxUnavailable",
+    "SandboxClosed",
 ]
 
 
@@ -138,3 +141,15 @@ class AlreadyPendingCallError(Error, RuntimeError):
 
 class NoAsyncCallError(Error, RuntimeError):
     """A `*_wait` was called without a matching `*_async` call."""
+
+
+class SandboxError(Error):
+    """The code sandbox (`gem_core.sandbox`) failed: a worker could not start or broke down."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The requested sandbox isolation level does not work on this machine."""
+
+
+class SandboxClosed(SandboxError, RuntimeError):
+    """A `gem_core.sandbox.Sandbox` was used after `close`."""

@@ -1,0 +1,29 @@
+"""Isolated execution of untrusted Python: a pool of warm, sandboxed zygote processes.
+
+``Sandbox(...).run(code, stdin=..., timeout=...) -> ExecResult``; see `Sandbox` for the
+isolation levels (bubblewrap, network namespace, rlimits) and the limits.
+"""
+
+from __future__ import annotations
+
+from gem_core.errors import SandboxClosed, SandboxError, SandboxUnavailable
+from gem_core.sandbox.pool import (
+    DEFAULT_PRELOAD,
+    ExecResult,
+    Isolation,
+    ReducedIsolationWarning,
+    Sandbox,
+    detect_isolation,
+)
+
+__all__ = [
+    "Sandbox",
+    "ExecResult",
+    "Isolation",
+    "ReducedIsolationWarning",
+    "DEFAULT_PRELOAD",
+    "detect_isolation",
+    "SandboxError",
+    "SandboxUnavailable",
+    "SandboxClosed",
+]

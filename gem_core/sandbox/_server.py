@@ -1,0 +1,486 @@
+"""The sandbox zygote: a warm, isolated Python server that forks one child per execution."""
+
+# This file runs INSIDE the sandbox (bubblewrap, an ``unshare`` namespace, or a plain
+# process), started by `gem_core.sandbox.pool` as ``python -I -c <this source> <config>``.
+# It must stay standard-library only and must not import gem_core (the package is not
+# visible inside the sandbox).
+#
+# Protocol (fds 0 and 1 of this process, moved aside at start): frames of a 4-byte
+# big-endian length followed by UTF-8 JSON. The first frame sent is {"ready": true, ...};
+# then each request {"code", "prelude", "stdin", "timeout", "cpu_s"} is answered by one
+# result frame {"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_s"}.
+#
+# Per execution: a fork; the child starts a new session, drops to a dedicated uid when
+# the zygote is root (``drop_uid``), sets rlimits, gets a fresh work dir, a scrubbed
+# environment and fresh stdio pipes, then runs the code. The zygote enforces the wall
+# clock, reads output with a head+tail byte cap and, afterwards, kills every process the
+# execution left behind (the whole pid namespace when it has one).
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback  # imported here, not per execution: children fork with it loaded
+
+_HEADER = struct.Struct(">I")
+_DRAIN_S = 0.2  # how long stragglers holding a pipe may delay a result (no pid namespace)
+
+
+def _read_exact(fd, n):
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd):
+    head = _read_exact(fd, _HEADER.size)
+    if head is None:
+        return None
+    body = _read_exact(fd, _HEADER.unpack(head)[0])
+    return None if body is None else json.loads(body)
+
+
+def _write_frame(fd, obj):
+    data = json.dumps(obj).encode()
+    data = _HEADER.pack(len(data)) + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Capture:
+    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit):
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data):
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            extra = len(self.tail) - self.tail_limit
+            if extra > 0:
+                del self.tail[:extra]
+
+    @property
+    def truncated(self):
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self):
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.truncated:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+        cut = self.total - len(self.head) - len(self.tail)
+        return f"{head}\n... [{cut} bytes truncated] ...\n{tail}"
+
+
+class _Sink:
+    """A text stream that discards everything (output of replayed prelude cells)."""
+
+    def write(self, s):
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+class Zygote:
+    def __init__(self, config, proto_in, proto_out):
+        self.cfg = config
+        self.proto_in = proto_in
+        self.proto_out = proto_out
+        self.pidns = bool(config["pidns"])
+        self.ns_init = os.getpid() == 1  # we are pid 1 of our namespace (unshare --fork)
+        self.drop_uid = config.get("drop_uid")
+        self.base_dir = config["base_dir"]
+        self.clean_dirs = config.get("clean_dirs", [])
+        self.env = dict(config["env"])
+        self.limits = config["limits"]
+        self.spare = None
+
+    # ------------------------------------------------------------------ child side
+
+    def _child(self, fds, workdir):
+        """A spare child: set itself up, then wait on fd 3 for the one request it runs."""
+        try:
+            stdin_r, stdout_w, stderr_w, ctrl_r = fds
+            os.setsid()
+            os.dup2(stdin_r, 0)
+            os.dup2(stdout_w, 1)
+            os.dup2(stderr_w, 2)
+            os.dup2(ctrl_r, 3)
+            os.closerange(4, 1 << 16)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            if self.drop_uid is not None:
+                os.setgroups([])
+                os.setgid(self.drop_uid)
+                os.setuid(self.drop_uid)
+            lim = self.limits
+            settings = [
+                (resource.RLIMIT_AS, lim["memory_bytes"], lim["memory_bytes"]),
+                (resource.RLIMIT_NPROC, lim["nproc"], lim["nproc"]),
+                (resource.RLIMIT_FSIZE, lim["fsize_bytes"], lim["fsize_bytes"]),
+                (resource.RLIMIT_NOFILE, lim["nofile"], lim["nofile"]),
+                (resource.RLIMIT_CORE, 0, 0),
+            ]
+            for which, soft, hard in settings:
+                resource.setrlimit(which, (soft, hard))
+            os.mkdir(workdir, 0o700)
+            os.chdir(workdir)
+            os.environ.clear()
+            os.environ.update(self.env)
+            os.environ["HOME"] = os.environ["TMPDIR"] = os.environ["PWD"] = workdir
+            for name in ("random", "numpy.random"):  # forked children must not share a seed
+                mod = sys.modules.get(name)
+                if mod is not None:
+                    try:
+                        mod.seed()
+                    except Exception:
+                        pass
+            sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
+            sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+            sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
+                              buffering=1)
+            sys.argv = ["<code>"]
+            req = _read_frame(3)
+            if req is None:  # the zygote dropped this spare
+                os._exit(0)
+            os.close(3)
+            cpu = max(1, int(-(-float(req["cpu_s"]) // 1)))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        except BaseException as e:  # the sandbox itself failed to set up: say so on stderr
+            os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
+            os._exit(126)
+        os._exit(self._exec(req["code"], req.get("prelude") or []))
+
+    @staticmethod
+    def _exec(code, prelude):
+        namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        real_out, real_err = sys.stdout, sys.stderr
+        for index, cell in enumerate(prelude):  # replayed cells: state only, output dropped
+            sys.stdout = sys.stderr = _Sink()
+            try:
+                exec(compile(cell, f"<cell {index}>", "exec"), namespace)
+            except BaseException:
+                pass
+        sys.stdout, sys.stderr = real_out, real_err
+        status = 0
+        try:
+            exec(compile(code, "<code>", "exec"), namespace)
+        except SystemExit as e:
+            if e.code is None:
+                status = 0
+            elif isinstance(e.code, int):
+                status = e.code & 0xFF
+            else:
+                print(e.code, file=sys.stderr)
+                status = 1
+        except BaseException as e:
+            tb = e.__traceback__
+            # Drop our own frame (the exec call); a SyntaxError has no user frame at all.
+            tb = tb.tb_next if tb is not None else None
+            try:
+                traceback.print_exception(type(e), e, tb)
+            except BaseException:
+                pass
+            status = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        return status
+
+    # ------------------------------------------------------------------ zygote side
+
+    def _kill_leftovers(self, pid):
+        """Kill the execution's process group and, where safe, everything it left behind."""
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if self.pidns:
+            try:
+                os.kill(-1, signal.SIGKILL)  # every process of our namespace but us (and init)
+            except OSError:
+                pass
+        elif self.drop_uid is not None:
+            # No pid namespace, but the execution ran under its own uid: a helper with that
+            # uid kills every process of it (setsid'd grandchildren included).
+            helper = os.fork()
+            if helper == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(self.drop_uid)
+                    os.setuid(self.drop_uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(helper, 0)
+
+    def _reap(self, deadline):
+        """Reap our zombies; wait (bounded) until the namespace holds no other process."""
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+                if not self.pidns or self.ns_init:
+                    return
+            if pid:
+                continue
+            if not self.pidns or self.ns_init:
+                return  # not pid 1 in no namespace: nothing else to wait for
+            others = [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", str(os.getpid()))]
+            if not others or time.monotonic() > deadline:
+                return
+            time.sleep(0.002)
+
+    def _cleanup_files(self, workdir):
+        shutil.rmtree(workdir, ignore_errors=True)
+        for directory in self.clean_dirs:  # private tmpfs dirs (bubblewrap): wipe them whole
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
+    def _prepare(self):
+        """Fork the spare child that will run the next request (off the critical path)."""
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
+        for fd in (out_r, err_r):
+            try:
+                fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups for big outputs
+            except OSError:
+                pass
+        workdir = os.path.join(self.base_dir, f"run-{os.getpid()}-{time.monotonic_ns()}")
+        pid = os.fork()
+        if pid == 0:
+            self._child((in_r, out_w, err_w, ctrl_r), workdir)
+        for fd in (in_r, out_w, err_w, ctrl_r):
+            os.close(fd)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        self.spare = {"pid": pid, "in_w": in_w, "out_r": out_r, "err_r": err_r, "ctrl_w": ctrl_w,
+                      "pidfd": pidfd, "workdir": workdir}
+
+    def _drop_spare(self):
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return
+        try:
+            os.kill(spare["pid"], signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(spare["pid"], 0)
+        except ChildProcessError:
+            pass
+        for key in ("in_w", "out_r", "err_r", "ctrl_w", "pidfd"):
+            if spare[key] is not None:
+                os.close(spare[key])
+        shutil.rmtree(spare["workdir"], ignore_errors=True)
+
+    def run(self, req):
+        """Run one request in the spare child; return (reply, cleanup state)."""
+        start = time.monotonic()
+        timeout = float(req["timeout"])
+        deadline = start + timeout
+        if self.spare is not None and os.waitpid(self.spare["pid"], os.WNOHANG)[0]:
+            self.spare = None  # it died while waiting (killed from outside); make another
+        if self.spare is None:
+            self._prepare()
+        spare, self.spare = self.spare, None
+        pid, in_w, pidfd, workdir = spare["pid"], spare["in_w"], spare["pidfd"], spare["workdir"]
+        out_r, err_r = spare["out_r"], spare["err_r"]
+        limit = int(self.limits["max_output_bytes"])
+        out, err = _Capture(limit), _Capture(limit)
+        try:
+            _write_frame(spare["ctrl_w"], {"code": req["code"], "prelude": req.get("prelude") or [],
+                                           "cpu_s": float(req.get("cpu_s") or self.limits["cpu_s"])})
+        except OSError:
+            pass  # the child is gone; its exit status tells
+        os.close(spare["ctrl_w"])
+        os.set_blocking(in_w, False)
+        poller = select.poll()
+        readers = {out_r: out, err_r: err}
+        for fd in readers:
+            poller.register(fd, select.POLLIN)
+        pending = memoryview((req.get("stdin") or "").encode())
+        if pending:
+            poller.register(in_w, select.POLLOUT)
+        else:
+            os.close(in_w)
+            in_w = -1
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        status = None
+        timed_out = False
+        drain_until = None
+        while readers:
+            now = time.monotonic()
+            if status is None and now >= deadline:
+                timed_out = True
+                break
+            if drain_until is not None and now >= drain_until:
+                break
+            until = deadline if drain_until is None else min(drain_until, deadline)
+            wait_ms = max(0, int((until - now) * 1000) + 1)
+            if pidfd is None and status is None:
+                wait_ms = min(wait_ms, 10)
+            events = poller.poll(wait_ms)
+            for fd, _ in events:
+                if fd == pidfd:
+                    poller.unregister(pidfd)
+                    os.close(pidfd)
+                    pidfd = None
+                elif fd == in_w:
+                    try:
+                        pending = pending[os.write(in_w, pending):]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the child closed its stdin
+                        pending = pending[:0]
+                    if not pending:
+                        poller.unregister(in_w)
+                        os.close(in_w)
+                        in_w = -1
+                else:
+                    chunk = os.read(fd, 1 << 20)
+                    if chunk:
+                        readers[fd].feed(chunk)
+                    else:
+                        poller.unregister(fd)
+                        os.close(fd)
+                        del readers[fd]
+            if status is None:
+                done, raw = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = raw
+                    # The child is gone: whatever still holds its pipes is a leftover.
+                    self._kill_leftovers(pid)
+                    drain_until = time.monotonic() + _DRAIN_S
+        self._kill_leftovers(pid)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
+        for fd in list(readers) + [in_w] + ([pidfd] if pidfd is not None else []):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if os.WIFEXITED(status):
+            exit_code = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            exit_code = -os.WTERMSIG(status)
+        else:
+            exit_code = -1
+        reply = {
+            "stdout": out.text(),
+            "stderr": err.text(),
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "truncated": out.truncated or err.truncated,
+            "duration_s": time.monotonic() - start,
+        }
+        return reply, workdir
+
+    def after(self, workdir):
+        """Between requests: reap, wipe files, fork the next spare."""
+        self._reap(time.monotonic() + 1.0)
+        self._cleanup_files(workdir)
+        self._prepare()
+
+    def serve(self):
+        self._prepare()
+        _write_frame(self.proto_out, {"ready": True, "pid": os.getpid(), "preloaded": self.preloaded})
+        while True:
+            req = _read_frame(self.proto_in)
+            if req is None:
+                self._drop_spare()
+                return
+            workdir = None
+            try:
+                reply, workdir = self.run(req)
+            except Exception as e:  # a zygote bug: report it rather than dying silently
+                reply = {"error": f"{type(e).__name__}: {e}"}
+            _write_frame(self.proto_out, reply)  # answer first, tidy up while the host works
+            if workdir is not None:
+                self.after(workdir)
+
+    def preload(self):
+        import importlib
+
+        self.preloaded = []
+        for name in self.cfg.get("preload", []):
+            try:
+                importlib.import_module(name)
+                self.preloaded.append(name)
+            except Exception:
+                pass
+
+
+def main():
+    config = json.loads(sys.argv[1])
+    # Move the protocol pipes off fds 0/1 so stray prints cannot corrupt the protocol.
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:  # executions (same uid without bubblewrap's uid drop) must not ptrace or read our memory
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except Exception:
+        pass
+    zygote = Zygote(config, proto_in, proto_out)
+    zygote.preload()
+    try:
+        zygote.serve()
+    except OSError as e:
+        if e.errno not in (errno.EPIPE, errno.EBADF):
+            raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,674 @@
+"""`Sandbox`: a thread-safe pool of warm, isolated Python zygotes that fork one child per run."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
+
+__all__ = [
+    "Sandbox",
+    "ExecResult",
+    "Isolation",
+    "ReducedIsolationWarning",
+    "DEFAULT_PRELOAD",
+    "detect_isolation",
+]
+
+Isolation = Literal["bwrap", "netns", "rlimits"]
+
+DEFAULT_PRELOAD: tuple[str, ...] = (
+    "math", "itertools", "collections", "re", "json", "functools", "random", "string",
+    "fractions", "decimal", "statistics", "heapq", "bisect", "datetime", "numpy",
+)
+"""Modules imported once in each zygote (missing optional ones, e.g. numpy, are skipped)."""
+
+_HEADER = struct.Struct(">I")
+_MAX_REPLY_BYTES = 64 << 20  # a reply larger than this is a protocol error (caps are far lower)
+_GRACE_S = 2.0  # how long past its own deadline a zygote may take to answer before it is killed
+_SERVER_SOURCE = (Path(__file__).with_name("_server.py")).read_text()
+# Threads of numeric libraries must not start in the zygote: it forks, and a fork copies
+# locks held by other threads.
+_SANDBOX_ENV = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "0",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+}
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+              "/etc/alternatives")
+# What the zygote keeps of root's power under bubblewrap: enough to drop each execution to
+# its own uid, kill what it leaves behind and delete its files. Executions keep nothing.
+_ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+
+
+class ReducedIsolationWarning(RuntimeWarning):
+    """Bubblewrap is unavailable: executions are bounded by rlimits (and a network namespace
+    where permitted) but see the host's file system."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """The outcome of one sandboxed execution.
+
+    Attributes:
+        stdout: what the code printed (head and tail kept beyond ``max_output_bytes``,
+            joined by a ``... [N bytes truncated] ...`` marker).
+        stderr: its error output (tracebacks), capped the same way.
+        exit_code: 0 on success, 1 for an uncaught exception, the ``sys.exit`` code, or
+            minus the signal number when it was killed (e.g. ``-9``).
+        timed_out: the wall-clock timeout hit and the execution was killed.
+        truncated: stdout or stderr was longer than the cap.
+        duration_s: wall-clock seconds of the execution, measured by the host.
+        sandbox_error: set when the sandbox itself failed during this run (its worker died
+            or broke the protocol); the worker has been replaced.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+    sandbox_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Exit code 0, no timeout, no sandbox failure."""
+        return self.exit_code == 0 and not self.timed_out and self.sandbox_error is None
+
+
+# ----------------------------------------------------------------------------- isolation
+
+
+def _python_dirs() -> list[str]:
+    """Directories the interpreter needs (prefixes of the venv and its base Python)."""
+    found: list[str] = []
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(sys.executable)}
+    candidates |= {os.path.realpath(p) for p in list(candidates)}
+    candidates.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    for path in sorted(candidates):
+        if not path or path == "/" or not os.path.isdir(path):
+            continue
+        if any(path == d or path.startswith(d + "/") for d in _SYSTEM_DIRS):
+            continue
+        if any(path.startswith(kept + "/") for kept in found):
+            continue
+        found = [kept for kept in found if not kept.startswith(path + "/")] + [path]
+    return found
+
+
+def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not on PATH")
+    cmd = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+           "--clearenv"]
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    for path in _SYSTEM_DIRS:
+        if os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            cmd += ["--ro-bind", path, path]
+    cmd += ["--perms", "0755", "--dir", "/etc"]
+    for path in _ETC_FILES:
+        cmd += ["--ro-bind-try", path, path]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    made: set[str] = set()
+    for path in _python_dirs():
+        # Parents bubblewrap creates would copy the host's modes (``/root`` is 0700, which
+        # would lock a dropped uid out of a pyenv Python): make them traversable first.
+        parent = os.path.dirname(path)
+        ancestors = []
+        while parent not in ("/", "") and parent not in made and parent != "/tmp":
+            ancestors.append(parent)
+            parent = os.path.dirname(parent)
+        for directory in reversed(ancestors):
+            cmd += ["--perms", "0755", "--dir", directory]
+            made.add(directory)
+        cmd += ["--ro-bind", path, path]
+    if root:
+        cmd += ["--cap-drop", "ALL"]
+        for cap in _ZYGOTE_CAPS:
+            cmd += ["--cap-add", cap]
+    cmd += ["--chdir", "/tmp"]
+    return cmd
+
+
+def _unshare_command(root: bool) -> list[str]:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise SandboxUnavailable("unshare (util-linux) is not on PATH")
+    user = [] if root else ["--map-root-user"]
+    return [unshare, *user, "--net", "--pid", "--fork", "--kill-child"]
+
+
+def _prefix(isolation: Isolation, env: dict[str, str]) -> list[str]:
+    root = os.geteuid() == 0
+    if isolation == "bwrap":
+        return _bwrap_command(env, root)
+    if isolation == "netns":
+        return _unshare_command(root)
+    return []
+
+
+_PROBED: dict[str, str | None] = {}  # isolation -> None (works) or why not
+_PROBE_LOCK = threading.Lock()
+_WARNED = False
+
+
+def _probe(isolation: Isolation) -> str | None:
+    """``None`` when a Python can start under ``isolation`` here, else the reason why not."""
+    with _PROBE_LOCK:
+        if isolation in _PROBED:
+            return _PROBED[isolation]
+        try:
+            cmd = _prefix(isolation, dict(_SANDBOX_ENV, PATH="/usr/bin:/bin"))
+            cmd += [sys.executable, "-I", "-c", "import os; print('ok')"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                                  env=dict(_SANDBOX_ENV, PATH="/usr/bin:/bin"))
+            why = None if proc.stdout.strip() == "ok" else (
+                f"exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        except SandboxUnavailable as e:
+            why = str(e)
+        except (OSError, subprocess.SubprocessError) as e:
+            why = f"{type(e).__name__}: {e}"
+        _PROBED[isolation] = why
+        return why
+
+
+def detect_isolation() -> tuple[Isolation, dict[str, str]]:
+    """The strongest isolation that works here, and why each stronger one does not.
+
+    Returns:
+        ``(isolation, reasons)``: ``"bwrap"`` when bubblewrap starts a sandbox, else
+        ``"netns"`` when ``unshare`` may create network and pid namespaces, else
+        ``"rlimits"``; ``reasons`` maps each skipped level to the failure.
+    """
+    reasons: dict[str, str] = {}
+    for level in ("bwrap", "netns"):
+        why = _probe(level)  # type: ignore[arg-type]
+        if why is None:
+            return level, reasons  # type: ignore[return-value]
+        reasons[level] = why
+    return "rlimits", reasons
+
+
+def _warn_reduced(isolation: Isolation, reasons: dict[str, str]) -> None:
+    global _WARNED
+    if _WARNED:
+        return
+    _WARNED = True
+    detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+    extra = (" (private network and pid namespaces)" if isolation == "netns"
+             else " (no network or pid namespace either)")
+    warnings.warn(
+        f"gem_core.sandbox: bubblewrap is unavailable ({detail}), so sandboxed code runs with "
+        f"reduced isolation: {isolation}{extra}. It can read the host's files that its user "
+        "may read. Install bubblewrap for full isolation (Debian/Ubuntu: apt-get install "
+        "bubblewrap; Fedora: dnf install bubblewrap).",
+        ReducedIsolationWarning,
+        stacklevel=4,
+    )
+
+
+def _others_can_read(path: str) -> bool:
+    """Whether a uid that owns nothing may list ``path`` and traverse all its parents."""
+    try:
+        if os.stat(path).st_mode & 0o005 != 0o005:
+            return False
+        parent = os.path.dirname(path)
+        while parent not in ("/", ""):
+            if not os.stat(parent).st_mode & 0o001:
+                return False
+            parent = os.path.dirname(parent)
+    except OSError:
+        return False
+    return True
+
+
+def _count_user_processes(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.stat(entry.path).st_uid == uid:
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+# ----------------------------------------------------------------------------- worker
+
+_SPAWNER: ThreadPoolExecutor | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
+    """``Popen`` from one long-lived thread.
+
+    ``bwrap --die-with-parent`` uses ``PR_SET_PDEATHSIG``, which fires when the *thread*
+    that forked it exits; a zygote started from a short-lived thread (``asyncio.to_thread``,
+    `Sandbox.warm_up`) would be killed with it.
+    """
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-sandbox-spawner")
+    return _SPAWNER.submit(subprocess.Popen, cmd, **kwargs).result()
+
+
+
+class _Worker:
+    """One pool slot: a zygote process and the pipes to it (used by one thread at a time)."""
+
+    def __init__(self, pool: Sandbox, slot: int):
+        self.pool = pool
+        self.slot = slot
+        self.proc: subprocess.Popen | None = None
+        self.stderr_file: Any = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        pool = self.pool
+        config = dict(pool._zygote_config)
+        if pool._drop_uid_base is not None:
+            config["drop_uid"] = pool._drop_uid_base + self.slot
+        cmd = [*pool._prefix, sys.executable, "-I", "-c", _SERVER_SOURCE, json.dumps(config)]
+        self.stderr_file = tempfile.TemporaryFile()
+        self.proc = _spawn(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file,
+            env=pool._popen_env, cwd=pool._base_dir or "/", start_new_session=True,
+        )
+        deadline = time.monotonic() + pool.start_timeout_s
+        reply = self._read_frame(deadline)
+        if not isinstance(reply, dict) or not reply.get("ready"):
+            why = "no ready message" if reply is None else f"unexpected first message {reply!r}"
+            err = self._stderr_tail()
+            self.kill()
+            raise SandboxError(
+                f"sandbox worker (isolation={pool.isolation}) failed to start: {why}."
+                + (f" Its stderr: {err}" if err else "")
+                + " Try Sandbox(isolation='rlimits') to check whether the isolation layer is the cause."
+            )
+        self.preloaded = reply.get("preloaded", [])
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.stderr_file.seek(0)
+            return self.stderr_file.read()[-2000:].decode(errors="replace").strip()
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.stderr_file is not None:
+            self.stderr_file.close()
+            self.stderr_file = None
+
+    def _read_exact(self, n: int, deadline: float) -> bytes | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        parts: list[bytes] = []
+        while n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(fd, min(n, 1 << 20))
+            if not chunk:
+                return None
+            parts.append(chunk)
+            n -= len(chunk)
+        return b"".join(parts)
+
+    def _read_frame(self, deadline: float) -> Any:
+        head = self._read_exact(_HEADER.size, deadline)
+        if head is None:
+            return None
+        size = _HEADER.unpack(head)[0]
+        if size > _MAX_REPLY_BYTES:
+            raise ValueError(f"reply of {size} bytes exceeds the {_MAX_REPLY_BYTES}-byte limit")
+        body = self._read_exact(size, deadline)
+        return None if body is None else json.loads(body)
+
+    def execute(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Send one request; return the zygote's reply or ``{"sandbox_error": why}``."""
+        assert self.proc is not None and self.proc.stdin is not None
+        data = json.dumps(request).encode()
+        try:
+            self.proc.stdin.write(_HEADER.pack(len(data)) + data)
+            self.proc.stdin.flush()
+            reply = self._read_frame(deadline)
+        except TimeoutError:
+            self.kill()
+            return {"sandbox_error": "the sandbox worker did not answer in time; it was replaced",
+                    "timed_out": True}
+        except (OSError, ValueError) as e:
+            self.kill()
+            return {"sandbox_error": f"the sandbox worker broke the protocol ({e}); it was replaced"}
+        if reply is None or not isinstance(reply, dict) or "error" in reply:
+            why = "died" if reply is None else f"failed: {reply.get('error') if isinstance(reply, dict) else reply!r}"
+            self.kill()
+            return {"sandbox_error": f"the sandbox worker {why} during the execution; it was replaced"}
+        return reply
+
+
+# ----------------------------------------------------------------------------- pool
+
+
+class Sandbox:
+    """A pool of warm, isolated Python workers; each `run` forks a fresh, limited child.
+
+    Each slot holds a long-lived "zygote" process started inside the isolation layer with
+    common modules pre-imported (`DEFAULT_PRELOAD`). A run forks a child of it that gets a
+    new session, a fresh work dir (its ``$HOME`` and cwd), a scrubbed environment, rlimits
+    and fresh stdin/stdout/stderr pipes. The zygote enforces the wall-clock timeout (the
+    child's process group and everything it left behind are killed), keeps the head and
+    tail of each output stream, and answers the host in JSON; the host never unpickles
+    anything from the sandbox. A zygote that dies, hangs or misbehaves is killed and
+    replaced at its slot's next use; the pool keeps serving.
+
+    Isolation levels (`isolation` says which is in force):
+
+    * ``"bwrap"``: bubblewrap with no network, new pid/ipc/uts namespaces, read-only
+      ``/usr`` and Python installation, no ``/etc/passwd`` or ``$HOME``, a private
+      ``/tmp`` tmpfs wiped after each run, ``--clearenv``. When the host runs as root, the
+      zygote keeps only the capabilities to drop each execution to a per-slot uid (so
+      ``max_processes`` applies and the code cannot signal the zygote).
+    * ``"netns"``: no bubblewrap, but ``unshare`` gives private network and pid namespaces.
+    * ``"rlimits"``: limits only. Both lower levels see the host's file system; a single
+      `ReducedIsolationWarning` says so. Known gap (rlimits level, non-root host or a
+      Python the dropped uid cannot read): a grandchild that calls ``setsid`` escapes the
+      process-group kill and outlives its execution (still bounded by RLIMIT_CPU).
+
+    Args:
+        size: number of slots (concurrent executions); default ``min(4, max(2, cpus))``.
+        isolation: ``"auto"`` (the strongest available) or a level to require
+            (`SandboxUnavailable` when it does not work here).
+        cpu_s: CPU seconds per execution (RLIMIT_CPU).
+        memory_mb: address space per process in MiB (RLIMIT_AS).
+        max_processes: processes per execution (RLIMIT_NPROC; exact when the host is root,
+            otherwise added to the user's process count at start-up).
+        file_size_mb: largest file an execution may write (RLIMIT_FSIZE).
+        max_open_files: RLIMIT_NOFILE.
+        timeout_s: default wall-clock timeout of `run`.
+        max_output_bytes: bytes kept per output stream (half head, half tail).
+        preload: modules each zygote imports once.
+        start_timeout_s: how long a zygote may take to start.
+
+    Thread-safe; `arun` serves asyncio. `close` is idempotent and also runs at exit.
+    """
+
+    def __init__(
+        self,
+        *,
+        size: int | None = None,
+        isolation: Literal["auto"] | Isolation = "auto",
+        cpu_s: float = 10,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        file_size_mb: int = 16,
+        max_open_files: int = 256,
+        timeout_s: float = 10,
+        max_output_bytes: int = 64 * 1024,
+        preload: Sequence[str] = DEFAULT_PRELOAD,
+        start_timeout_s: float = 60,
+    ):
+        if size is None:
+            size = min(4, max(2, os.cpu_count() or 2))
+        for name, value in (("size", size), ("cpu_s", cpu_s), ("memory_mb", memory_mb),
+                            ("max_processes", max_processes), ("file_size_mb", file_size_mb),
+                            ("max_open_files", max_open_files), ("timeout_s", timeout_s),
+                            ("max_output_bytes", max_output_bytes)):
+            if not value > 0:
+                raise InvalidArgument(f"Sandbox({name}=...) must be positive, got {value!r}")
+        if sys.platform != "linux":
+            raise SandboxUnavailable(
+                f"gem_core.sandbox needs Linux (fork, rlimits, namespaces); this is {sys.platform}")
+        if isolation == "auto":
+            level, reasons = detect_isolation()
+            if level != "bwrap":
+                _warn_reduced(level, reasons)
+        elif isolation in ("bwrap", "netns", "rlimits"):
+            level = isolation
+            why = _probe(level) if level != "rlimits" else None
+            if why is not None:
+                raise SandboxUnavailable(
+                    f"Sandbox(isolation={level!r}) does not work here: {why}. Use "
+                    "isolation='auto' to fall back to the strongest level that does.")
+        else:
+            raise InvalidArgument(
+                f"Sandbox(isolation=...) expects 'auto', 'bwrap', 'netns' or 'rlimits', got {isolation!r}")
+        self.isolation: Isolation = level
+        self.size = int(size)
+        self.timeout_s = float(timeout_s)
+        self.cpu_s = float(cpu_s)
+        self.start_timeout_s = float(start_timeout_s)
+        root = os.geteuid() == 0
+        self._base_dir: str | None = None
+        if level == "bwrap":
+            base, clean = "/tmp", ["/tmp", "/dev/shm"]
+        else:
+            self._base_dir = tempfile.mkdtemp(prefix="gem-sandbox-")
+            os.chmod(self._base_dir, 0o1777 if root else 0o700)
+            base, clean = self._base_dir, []
+        # A root host drops every execution to a uid of its own slot (unique per host pid),
+        # so RLIMIT_NPROC counts only that execution's processes.
+        # Without bubblewrap (which re-creates the parents world-readable) that uid must be
+        # able to read the Python installation; under e.g. a 0700 /root it cannot, and the
+        # executions keep the host's uid (NPROC then does not bind root: reduced isolation).
+        can_drop = root and (level == "bwrap" or all(_others_can_read(p) for p in _python_dirs()))
+        self._drop_uid_base = 1_000_000 + (os.getpid() % 1_000_000) * 64 if can_drop else None
+        nproc = int(max_processes) if can_drop else _count_user_processes(os.getuid()) + int(max_processes)
+        path = ":".join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
+        env = dict(_SANDBOX_ENV, PATH=path, HOME=base, TMPDIR=base)
+        self._popen_env = env
+        self._prefix = _prefix(level, env)
+        self._zygote_config = {
+            "pidns": level in ("bwrap", "netns"),
+            "base_dir": base,
+            "clean_dirs": clean,
+            "env": env,
+            "preload": list(preload),
+            "limits": {
+                "cpu_s": float(cpu_s),
+                "memory_bytes": int(memory_mb) << 20,
+                "nproc": nproc,
+                "fsize_bytes": int(file_size_mb) << 20,
+                "nofile": int(max_open_files),
+                "max_output_bytes": int(max_output_bytes),
+            },
+        }
+        self._workers = [_Worker(self, slot) for slot in range(self.size)]
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        for worker in self._workers:
+            self._idle.put(worker)
+        self._closed = False
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, Sandbox._shutdown, self._workers, self._base_dir)
+        atexit.register(self._finalizer)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Start every slot's zygote now (in parallel) instead of at its first use."""
+        errors: list[BaseException] = []
+
+        def start(worker: _Worker) -> None:
+            try:
+                if not worker.alive:
+                    worker.start()
+            except BaseException as e:  # noqa: BLE001 - re-raised below
+                errors.append(e)
+
+        taken = [self._idle.get() for _ in self._workers]
+        try:
+            threads = [threading.Thread(target=start, args=(w,)) for w in taken]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            for w in taken:
+                self._idle.put(w)
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        """Kill every zygote and remove the work dirs. Safe to call more than once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._finalizer()
+        atexit.unregister(self._finalizer)
+
+    @staticmethod
+    def _shutdown(workers: list[_Worker], base_dir: str | None) -> None:
+        for worker in workers:
+            worker.kill()
+        if base_dir:
+            shutil.rmtree(base_dir, ignore_errors=True)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"Sandbox(size={self.size}, isolation={self.isolation!r}, {state})"
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(
+        self,
+        code: str,
+        *,
+        stdin: str | None = None,
+        timeout: float | None = None,
+        prelude: Sequence[str] = (),
+    ) -> ExecResult:
+        """Run ``code`` in a fresh, isolated child of a warm worker.
+
+        Args:
+            code: Python source, run as ``__main__``.
+            stdin: text fed to the code's standard input (closed after it).
+            timeout: wall-clock seconds (default: the pool's ``timeout_s``); the child and
+                everything it started are killed when it passes, within about 0.1 s.
+            prelude: cells run first in the same namespace with their output discarded and
+                their exceptions ignored (how `PythonCodeTool` replays a persistent session).
+
+        Returns:
+            The `ExecResult`. Problems of the code (exceptions, limits, timeouts) are
+            reported in it; this method raises only for misuse.
+
+        Raises:
+            SandboxClosed: the sandbox was closed.
+            SandboxError: a worker cannot be (re)started.
+        """
+        if not isinstance(code, str):
+            raise InvalidArgument(f"Sandbox.run(code) expects a str of Python source, got {type(code).__name__}")
+        timeout = self.timeout_s if timeout is None else float(timeout)
+        if not timeout > 0:
+            raise InvalidArgument(f"Sandbox.run(timeout=...) must be positive, got {timeout!r}")
+        self._check_open()
+        worker = self._idle.get()
+        try:
+            self._check_open()
+            if not worker.alive:
+                worker.kill()  # reap a dead one, then replace it
+                worker.start()
+            request = {"code": code, "prelude": list(prelude), "stdin": stdin, "timeout": timeout,
+                       "cpu_s": min(self.cpu_s, timeout + 1)}
+            start = time.monotonic()
+            reply = worker.execute(request, start + timeout + _GRACE_S)
+            duration = time.monotonic() - start
+        finally:
+            self._idle.put(worker)
+        if "sandbox_error" in reply:
+            if self._closed:
+                raise SandboxClosed("the sandbox was closed while this execution was running")
+            return ExecResult(stdout="", stderr=reply["sandbox_error"], exit_code=-1,
+                              timed_out=bool(reply.get("timed_out")), duration_s=duration,
+                              sandbox_error=reply["sandbox_error"])
+        return ExecResult(
+            stdout=str(reply.get("stdout", "")),
+            stderr=str(reply.get("stderr", "")),
+            exit_code=int(reply.get("exit_code", -1)),
+            timed_out=bool(reply.get("timed_out")),
+            truncated=bool(reply.get("truncated")),
+            duration_s=duration,
+        )
+
+    async def arun(
+        self,
+        code: str,
+        *,
+        stdin: str | None = None,
+        timeout: float | None = None,
+        prelude: Sequence[str] = (),
+    ) -> ExecResult:
+        """`run` for asyncio: the blocking wait happens in a worker thread."""
+        return await asyncio.to_thread(self.run, code, stdin=stdin, timeout=timeout, prelude=prelude)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosed("this Sandbox is closed; create a new one to run more code")

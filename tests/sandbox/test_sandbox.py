@@ -1,0 +1,165 @@
+"""Functional tests of `gem_core.sandbox.Sandbox`: results, limits, concurrency, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+
+import pytest
+
+from gem_core.errors import InvalidArgument, SandboxClosed
+from gem_core.sandbox import ExecResult, ReducedIsolationWarning, Sandbox, pool
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(size=2, timeout_s=5, max_output_bytes=1000) as sb:
+        yield sb
+
+
+def test_stdout_stderr_and_exit_codes(sandbox):
+    ok = sandbox.run("print('hello'); import sys; print('warn', file=sys.stderr)")
+    assert isinstance(ok, ExecResult)
+    assert (ok.stdout, ok.stderr, ok.exit_code, ok.timed_out, ok.truncated) == ("hello\n", "warn\n", 0, False, False)
+    assert ok.ok and ok.duration_s > 0
+    assert sandbox.run("raise SystemExit(3)").exit_code == 3
+    assert sandbox.run("import sys; sys.exit()").exit_code == 0
+    assert sandbox.run("import os; os._exit(7)").exit_code == 7
+
+
+def test_exception_traceback_shows_user_code_only(sandbox):
+    result = sandbox.run("x = 1\n1 / 0")
+    assert result.exit_code == 1 and not result.ok
+    assert result.stderr.startswith("Traceback (most recent call last):\n  File \"<code>\", line 2")
+    assert result.stderr.endswith("ZeroDivisionError: division by zero\n")
+    assert "_server" not in result.stderr
+    syntax = sandbox.run("def f(:")
+    assert syntax.exit_code == 1 and "SyntaxError" in syntax.stderr
+
+
+def test_stdin(sandbox):
+    assert sandbox.run("import sys; print(sys.stdin.read().upper())", stdin="abc\ndef").stdout == "ABC\nDEF\n"
+    big = "y" * 300_000  # more than a pipe buffer
+    assert sandbox.run("import sys; print(len(sys.stdin.read()))", stdin=big).stdout == "300000\n"
+    assert sandbox.run("print(input('?'))", stdin=None).stderr.endswith("EOFError: EOF when reading a line\n")
+
+
+def test_truncation_keeps_head_and_tail(sandbox):
+    result = sandbox.run("print('A' * 600 + 'B' * 600 + 'C' * 600, end='')")
+    assert result.truncated
+    assert result.stdout == "A" * 500 + "\n... [800 bytes truncated] ...\n" + "C" * 500
+
+
+def test_timeout_kills_only_the_execution(sandbox):
+    start = time.monotonic()
+    result = sandbox.run("import time; time.sleep(60)", timeout=0.5)
+    assert result.timed_out and result.exit_code == -9
+    assert time.monotonic() - start < 1.0
+    assert sandbox.run("print(1 + 1)").stdout == "2\n"
+
+
+def test_each_run_is_fresh(sandbox):
+    for _ in range(3):
+        result = sandbox.run("import os, random, numpy\nprint(os.getcwd(), os.listdir('.'), globals().get('z'))\nz = 1")
+        assert result.stdout.endswith("[] None\n"), result
+    draws = {sandbox.run("import random; print(random.random())").stdout for _ in range(4)}
+    assert len(draws) == 4  # forked children are reseeded
+
+
+def test_prelude_replays_state_silently(sandbox):
+    result = sandbox.run("print(x + y)", prelude=["x = 40\nprint('noise')", "1 / 0", "y = 2"])
+    assert (result.stdout, result.stderr) == ("42\n", "")
+
+
+def test_concurrent_threads(sandbox):
+    results: dict[int, str] = {}
+
+    def work(i: int) -> None:
+        results[i] = sandbox.run(f"print({i} * 2)").stdout
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: f"{i * 2}\n" for i in range(8)}
+
+
+def test_asyncio(sandbox):
+    async def main():
+        return await asyncio.gather(*(sandbox.arun(f"print({i})") for i in range(6)))
+
+    assert [r.stdout for r in asyncio.run(main())] == [f"{i}\n" for i in range(6)]
+
+
+def test_dead_worker_is_replaced(sandbox):
+    sandbox.warm_up()
+    for worker in sandbox._workers:
+        worker.proc.kill()  # the zygote dies between runs
+        worker.proc.wait()
+    for _ in range(sandbox.size + 1):
+        assert sandbox.run("print('back')").stdout == "back\n"
+
+
+def test_worker_dying_mid_run_is_reported_and_replaced(sandbox):
+    sandbox.warm_up()
+    victim = sandbox._workers[0]
+    threading.Timer(0.3, victim.proc.kill).start()
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(sandbox.run("import time; time.sleep(2)")))
+               for _ in range(sandbox.size)]  # every slot busy when the victim dies
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = [r for r in results if r.sandbox_error]
+    assert len(failed) == 1 and failed[0].exit_code == -1
+    assert "died during the execution; it was replaced" in failed[0].stderr
+    assert all(sandbox.run("print(3)").stdout == "3\n" for _ in range(sandbox.size + 1))
+
+
+def test_close_twice_and_use_after_close():
+    sb = Sandbox(size=1)
+    assert sb.run("print(1)").stdout == "1\n"
+    sb.close()
+    sb.close()
+    assert sb.closed
+    with pytest.raises(SandboxClosed, match="closed; create a new one"):
+        sb.run("print(1)")
+
+
+def test_invalid_arguments():
+    with pytest.raises(InvalidArgument, match=r"Sandbox\(size=...\) must be positive, got 0"):
+        Sandbox(size=0)
+    with pytest.raises(InvalidArgument, match="expects 'auto', 'bwrap', 'netns' or 'rlimits', got 'docker'"):
+        Sandbox(isolation="docker")  # type: ignore[arg-type]
+    with Sandbox(size=1) as sb, pytest.raises(InvalidArgument, match="expects a str of Python source, got int"):
+        sb.run(3)  # type: ignore[arg-type]
+
+
+def test_rlimits_level_runs_and_scrubs_env(monkeypatch):
+    monkeypatch.setenv("GEM_SANDBOX_TEST_SECRET", "leak")
+    with Sandbox(size=1, isolation="rlimits") as sb:
+        assert sb.isolation == "rlimits"
+        result = sb.run("import os; print(os.environ.get('GEM_SANDBOX_TEST_SECRET'), os.getcwd() == os.environ['HOME'])")
+        assert result.stdout == "None True\n"
+        assert sb.run("import time; time.sleep(30)", timeout=0.5).timed_out
+        assert sb.run("print(2)").stdout == "2\n"
+
+
+def test_reduced_isolation_warns_once(monkeypatch):
+    monkeypatch.setattr(pool, "detect_isolation",
+                        lambda: ("rlimits", {"bwrap": "not installed", "netns": "not permitted"}))
+    monkeypatch.setattr(pool, "_WARNED", False)
+    with pytest.warns(ReducedIsolationWarning, match="bubblewrap is unavailable .*apt-get install bubblewrap"):
+        first = Sandbox(size=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = Sandbox(size=1)
+    assert first.isolation == second.isolation == "rlimits"
+    first.close()
+    second.close()

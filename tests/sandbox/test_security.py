@@ -1,0 +1,261 @@
+"""Security acceptance suite: hostile code through `PythonCodeTool` is contained and the pool keeps serving."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gem_core.tools.python import PythonCodeTool
+
+pytestmark = pytest.mark.timeout(60)
+
+TIMEOUT_S = 1.5
+HAS_BWRAP = shutil.which("bwrap") is not None
+requires_bwrap = pytest.mark.skipif(
+    not HAS_BWRAP,
+    reason="bubblewrap (bwrap) is not installed: file-system isolation cannot be tested "
+           "(apt-get install bubblewrap)",
+)
+if not HAS_BWRAP:
+    print("tests/sandbox/test_security.py: bwrap not found, the file-system isolation tests are skipped")
+
+
+@pytest.fixture(scope="module")
+def tool():
+    with PythonCodeTool(timeout_s=TIMEOUT_S, sandbox_options={"size": 2}) as t:
+        yield t
+
+
+def call(tool: PythonCodeTool, code: str):
+    result = tool.run(f"<python>\n{code}\n</python>")
+    assert result is not None
+    return result
+
+
+def assert_serving(tool: PythonCodeTool) -> None:
+    for _ in range(tool.sandbox.size + 1):  # every slot, the replaced one included
+        result = call(tool, "print(6 * 7)")
+        assert result.observation == "Code execution result: 42\n\n", result
+        assert not result.error
+
+
+def assert_bwrap(tool: PythonCodeTool) -> None:
+    assert tool.sandbox.isolation == "bwrap", (
+        f"bwrap is installed but the sandbox runs with isolation={tool.sandbox.isolation!r}; "
+        "bubblewrap failed to start here (see the ReducedIsolationWarning)")
+
+
+@requires_bwrap
+def test_cannot_read_etc_passwd(tool):
+    assert_bwrap(tool)
+    result = call(tool, "print(open('/etc/passwd').read())")
+    assert "root:" not in result.observation
+    assert "FileNotFoundError" in result.observation or "PermissionError" in result.observation
+    assert result.error
+    assert_serving(tool)
+
+
+@requires_bwrap
+def test_cannot_read_home(tool, tmp_path, monkeypatch):
+    assert_bwrap(tool)
+    secret = f"home-secret-{uuid.uuid4().hex}"
+    fake_home = tmp_path / "home"
+    fake_home.mkdir()
+    (fake_home / "secret.txt").write_text(secret)
+    monkeypatch.setenv("HOME", str(fake_home))
+    real_home = Path(os.path.expanduser("~root" if os.geteuid() == 0 else "~"))
+    real_secret = real_home / f".gem-sandbox-test-{uuid.uuid4().hex}"
+    try:
+        real_secret.write_text(secret)
+        code = (
+            "import os\n"
+            f"for path in [{str(fake_home / 'secret.txt')!r}, {str(real_secret)!r}]:\n"
+            "    try:\n"
+            "        print(open(path).read())\n"
+            "    except OSError as e:\n"
+            "        print('denied', type(e).__name__)\n"
+            f"print(os.listdir(os.path.expanduser('~')))\n"
+            f"print(os.path.exists({str(real_home)!r}) and os.listdir({str(real_home)!r}))\n"
+        )
+        result = call(tool, code)
+    finally:
+        real_secret.unlink(missing_ok=True)
+    assert secret not in result.observation
+    assert result.observation.count("denied") == 2, result.observation
+    assert real_secret.name not in result.observation
+    assert_serving(tool)
+
+
+@requires_bwrap
+def test_cannot_write_outside_workdir(tool, tmp_path):
+    assert_bwrap(tool)
+    targets = [tmp_path / "pwned.txt", Path(os.path.expanduser("~")) / f"pwned-{uuid.uuid4().hex}",
+               Path("/usr/pwned.txt"), Path("/pwned.txt"), Path("/etc/pwned.txt")]
+    code = (
+        "import os\n"
+        f"for path in {[str(t) for t in targets]!r}:\n"
+        "    try:\n"
+        "        with open(path, 'w') as f: f.write('pwned')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as e:\n"
+        "        print('refused', type(e).__name__)\n"
+        "open('mine.txt', 'w').write('ok'); print('workdir', open('mine.txt').read())\n"
+    )
+    result = call(tool, code)
+    for target in targets:
+        assert not target.exists(), f"{target} was written from the sandbox"
+    assert "workdir ok" in result.observation  # the fresh work dir itself is writable
+    assert_serving(tool)
+
+
+@requires_bwrap
+def test_files_do_not_survive_between_runs(tool):
+    assert_bwrap(tool)
+    for _ in range(tool.sandbox.size):
+        call(tool, "open('/tmp/left-behind', 'w').write('x'); open('mine', 'w').write('x')")
+    result = call(tool, "import os; print(os.path.exists('/tmp/left-behind'), os.listdir('.'))")
+    assert result.observation == "Code execution result: False []\n\n"
+
+
+def test_no_network(tool):
+    if tool.sandbox.isolation == "rlimits":
+        pytest.skip("neither bubblewrap nor unshare works here: no network namespace to test")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.3)
+    port = listener.getsockname()[1]
+    try:
+        code = (
+            "import socket\n"
+            "try:\n"
+            f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "    s.sendall(b'exfiltrated'); print('connected')\n"
+            "except OSError as e:\n"
+            "    print('blocked', type(e).__name__)\n"
+        )
+        result = call(tool, code)
+        with pytest.raises(socket.timeout):
+            conn, _ = listener.accept()
+            conn.close()
+    finally:
+        listener.close()
+    assert "blocked" in result.observation and "connected" not in result.observation
+    assert_serving(tool)
+
+
+def test_host_environment_is_scrubbed(monkeypatch):
+    secret = f"env-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("GEM_TEST_SECRET_TOKEN", secret)
+    with PythonCodeTool(timeout_s=TIMEOUT_S, sandbox_options={"size": 1}) as fresh:
+        code = (
+            "import os\n"
+            "print(dict(os.environ))\n"
+            "for pid in ('self', '1', str(os.getppid())):\n"
+            "    try: print(open(f'/proc/{pid}/environ', 'rb').read())\n"
+            "    except OSError as e: print(type(e).__name__)\n"
+        )
+        result = call(fresh, code)
+        assert secret not in result.observation
+        assert "GEM_TEST_SECRET_TOKEN" not in result.observation
+        assert_serving(fresh)
+
+
+def test_fork_bomb(tool):
+    code = (
+        "import os\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.fork()\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    start = time.monotonic()
+    result = call(tool, code)
+    assert time.monotonic() - start < TIMEOUT_S + 1.0
+    assert result.error
+    assert_serving(tool)
+
+
+def test_allocate_4gb(tool):
+    result = call(tool, "x = bytearray(4 * 1024 ** 3)\nprint('allocated', len(x))")
+    assert "MemoryError" in result.observation
+    assert "allocated" not in result.observation
+    assert_serving(tool)
+
+
+def test_busy_loop_times_out(tool):
+    start = time.monotonic()
+    result = call(tool, "while True:\n    pass")
+    elapsed = time.monotonic() - start
+    assert result.info["timed_out"] and result.error
+    assert elapsed <= TIMEOUT_S + 0.5, elapsed
+    assert "TimeoutError" in result.observation
+    assert_serving(tool)
+
+
+def test_sleep_times_out(tool):
+    start = time.monotonic()
+    result = call(tool, "import time\nprint('before', flush=True)\ntime.sleep(3600)")
+    elapsed = time.monotonic() - start
+    assert result.info["timed_out"]
+    assert elapsed <= TIMEOUT_S + 0.5, elapsed
+    assert "before" in result.observation
+    assert_serving(tool)
+
+
+def test_print_100mb_is_truncated_fast(tool):
+    start = time.monotonic()
+    result = call(tool, "import sys\nsys.stdout.write('x' * 100_000_000)\nprint('END')")
+    elapsed = time.monotonic() - start
+    assert result.info["truncated"]
+    assert "bytes truncated] ..." in result.observation
+    assert result.observation.rstrip().endswith("END")
+    assert len(result.observation) < 70_000
+    assert elapsed < TIMEOUT_S, elapsed
+    assert_serving(tool)
+
+
+def test_kill_parent(tool):
+    result = call(tool, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('still here')")
+    # Either the zygote refused the signal (it runs as another uid) or it died and was replaced.
+    assert result.info.get("sandbox_error") or "PermissionError" in result.observation
+    assert_serving(tool)
+
+
+def test_os_exit(tool):
+    result = call(tool, "import os\nprint('partial', flush=True)\nos._exit(1)")
+    assert result.info["exit_code"] == 1 and result.error
+    assert "partial" in result.observation
+    assert_serving(tool)
+
+
+@pytest.mark.parametrize("detach", [False, True], ids=["same-session", "setsid"])
+def test_grandchild_holding_the_pipe(tool, detach):
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        + ("    os.setsid()\n" if detach else "")
+        + "    while True:\n"
+        "        print('grandchild', flush=True)\n"
+        "        time.sleep(0.05)\n"
+        "print('parent done', flush=True)\n"
+    )
+    start = time.monotonic()
+    result = call(tool, code)
+    elapsed = time.monotonic() - start
+    assert "parent done" in result.observation
+    assert not result.info["timed_out"]
+    assert elapsed < TIMEOUT_S, elapsed
+    # the grandchild is gone: nothing of it runs in the next execution's namespace
+    assert_serving(tool)
+    if tool.sandbox.isolation == "bwrap":
+        listing = call(tool, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+        pids = eval(listing.observation.removeprefix("Code execution result: "))  # noqa: S307
+        assert len(pids) == 3, listing.observation  # bwrap's init, the zygote, this child
