@@ -11,7 +11,7 @@ STAMP_KEY := $(shell cat pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-play test bench lint venv clean-venv
+.PHONY: demo demo-play test bench lint venv clean-venv system-deps
 
 $(STAMP): pyproject.toml
 	@mkdir -p "$(GEM_CACHE)"
@@ -23,13 +23,26 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
+# exists (as root or through sudo); elsewhere install it with your package manager. Without
+# it the sandbox falls back to weaker isolation with a warning, and the tests that need it
+# are skipped with the reason printed.
+system-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	    $$SUDO apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q bubblewrap >/dev/null 2>&1; } || \
+	    echo "note: could not install bubblewrap; sandbox tests needing it will be skipped"; \
+	  else echo "note: no apt-get; install bubblewrap for full sandbox isolation"; fi; }
+
 demo: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
-test: $(STAMP)
+test: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
