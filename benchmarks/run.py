@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     meta["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     meta["wall_s"] = (dt.datetime.now() - started).total_seconds()
     meta["versions"] = {
-        side: next((r["versions"][side] for r in results.values() if side in r["versions"]), None)
+        side: next((r["versions"][side] for r in results.values() if side in r.get("versions", {})), None)
         for side in ("ours", "reference")
     }
     path = args.json or HERE / "results" / f"{started:%Y%m%d-%H%M%S}.json"

@@ -1,4 +1,4 @@
-"""The `gem` command line: list envs, play one in the terminal, run the benchmarks."""
+"""The `gem` command line: list envs, play one in the terminal, run the benchmarks, build search indexes."""
 
 from __future__ import annotations
 
@@ -95,6 +95,28 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, str(script), *args.bench_args])
 
 
+def _cmd_index_help(args: argparse.Namespace) -> int:
+    args.help_parser.print_help()
+    return 2
+
+
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    from gem_core.errors import Error
+    from gem_core.search.index import build_index
+
+    try:
+        stats = build_index(args.corpus, args.index, batch_size=args.batch_size, overwrite=args.overwrite)
+    except (Error, OSError) as e:
+        print(f"gem index build: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted; no index written.", file=sys.stderr)
+        return 130
+    print(f"indexed {stats.num_docs} passages into {stats.path} "
+          f"({stats.size_bytes / 2**20:.1f} MiB) in {stats.seconds:.2f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gem", description="GEM: environments for agentic LLMs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -115,6 +137,22 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run benchmarks/run.py; extra arguments are passed through.")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments for benchmarks/run.py")
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("index", help="search indexes (build)",
+                       description="Manage SQLite FTS5/BM25 indexes for gem_core.tools.SearchTool.")
+    index_sub = p.add_subparsers(dest="index_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=_cmd_index_help, help_parser=p)
+    b = index_sub.add_parser("build", help="build an index from a JSON-lines corpus",
+                             description="Build a search index (one .sqlite file) from a JSON-lines "
+                             "corpus: one object a line with 'id', 'title', 'text' (or Search-R1's "
+                             "'contents' = \"title\\ntext\"); .jsonl.gz is read too. Streams the "
+                             "corpus; the index appears only when complete.")
+    b.add_argument("corpus", help="corpus file (.jsonl or .jsonl.gz)")
+    b.add_argument("index", help="index file to write, e.g. wiki.sqlite")
+    b.add_argument("--batch-size", type=int, default=10_000, help="rows per insert batch (default 10000)")
+    b.add_argument("--no-overwrite", dest="overwrite", action="store_false",
+                   help="fail if the index file exists (default: replace it)")
+    b.set_defaults(func=_cmd_index_build)
     return parser
 
 
