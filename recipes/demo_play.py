@@ -81,7 +81,7 @@ def main(args: Args) -> None:
         sampler = gem_core.make(env_id)  # draws random actions for any sub-env
         sampler.reset(seed=args.seed)
         try:
-            rows.append(("random", *run(vec, lambda i: sampler.sample_random_action(), args.episodes, args.seed)))
+            rows.append(("random", *run(vec, lambda i, s=sampler: s.sample_random_action(), args.episodes, args.seed)))
         finally:
             vec.close()
         if env_id.startswith("game:"):
@@ -89,7 +89,7 @@ def main(args: Args) -> None:
             assert isinstance(vec, SyncVectorEnv) and not isinstance(vec, AsyncVectorEnv)
             oracle = oracle_for(vec.envs[0])
             try:
-                rows.append(("oracle", *run(vec, lambda i: oracle(vec.envs[i]), args.episodes, args.seed)))
+                rows.append(("oracle", *run(vec, lambda i, o=oracle, v=vec: o(v.envs[i]), args.episodes, args.seed)))
             finally:
                 vec.close()
         for policy, t, seconds in rows:

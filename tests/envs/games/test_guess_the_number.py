@@ -61,7 +61,7 @@ def test_turn_budget_truncates_and_the_text_states_it():
     assert "within 4 turns" in obs
     target = env.unwrapped.target
     wrong = [n for n in range(1, 11) if n != target][:4]
-    for i, n in enumerate(wrong):
+    for n in wrong:
         _, _, terminated, truncated, info = env.step(rf"\boxed{{{n}}}")
     assert truncated and not terminated and info["success"] is False and info["turn"] == 4
     # make(max_turns=...) changes both the env's own budget (and its text) and the TimeLimit.
