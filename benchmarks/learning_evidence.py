@@ -1,0 +1,186 @@
+"""Learning evidence: does the CPU recipe learn, does gamma < 1 solve faster, how does ReBN compare?
+
+Runs ``recipes/cpu_reinforce_rebn.py`` once per (configuration, seed), one run at a time
+(each run is a subprocess using the recipe's own defaults unless overridden here), then
+prints three tables from the runs' ``summary.json`` files:
+
+1. the default recipe's trained policy vs the random policy and the binary-search oracle
+   on the same held-out env seeds (greedy decoding);
+2. ReBN with gamma = 0.9 vs gamma = 1.0: success and mean turns to solve;
+3. ReBN vs GRPO vs plain REINFORCE (A = G) on the same budget, gamma = 0.9.
+
+Launch (about 12 recipe runs; the default budget takes roughly an hour on 2 CPU cores)::
+
+    ~/.cache/gem/venv-core/bin/python benchmarks/learning_evidence.py
+    ... learning_evidence.py --iterations 100          # a reduced budget for every run
+    ... learning_evidence.py --seeds 1 2 --only gamma   # a subset
+
+Runs land in ``benchmarks/results/learning/<tag>/`` (gitignored); a run whose
+``summary.json`` exists is reused (``--force`` reruns it), so an interrupted experiment
+resumes. The tables are printed and written to ``benchmarks/results/learning/<tag>.md``;
+the figures of record are copied by hand into ``benchmarks/LEARNING.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE = REPO / "recipes" / "cpu_reinforce_rebn.py"
+
+# name -> recipe arguments (on top of the shared ones). Every estimator uses gamma 0.9,
+# so the estimator comparison changes exactly one thing.
+CONFIGS: dict[str, list[str]] = {
+    "rebn_g0.9": ["--estimator", "rebn", "--gamma", "0.9"],
+    "rebn_g1.0": ["--estimator", "rebn", "--gamma", "1.0"],
+    "grpo_g0.9": ["--estimator", "grpo", "--gamma", "0.9"],
+    "reinforce_g0.9": ["--estimator", "reinforce", "--gamma", "0.9"],
+}
+GROUPS = {
+    "gamma": ["rebn_g0.9", "rebn_g1.0"],
+    "estimators": ["rebn_g0.9", "grpo_g0.9", "reinforce_g0.9"],
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="recipe seeds per configuration")
+    p.add_argument("--only", choices=["all", *GROUPS], default="all", help="which comparison to run")
+    p.add_argument("--iterations", type=int, default=None, help="override the recipe's --iterations (reduced budget)")
+    p.add_argument("--episodes-per-iter", type=int, default=None, help="override the recipe's --episodes-per-iter")
+    p.add_argument("--eval-episodes", type=int, default=200, help="held-out evaluation episodes per run")
+    p.add_argument("--tag", default="default", help="name of this experiment's results folder")
+    p.add_argument("--results-dir", type=Path, default=REPO / "benchmarks" / "results" / "learning")
+    p.add_argument("--force", action="store_true", help="rerun runs that already have a summary.json")
+    p.add_argument("--python", default=sys.executable, help="interpreter for the recipe")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    return p.parse_args(argv)
+
+
+def run_one(args: argparse.Namespace, name: str, seed: int, out_dir: Path) -> dict[str, Any]:
+    """Run the recipe for one configuration and seed (or reuse its summary)."""
+    run_name = f"{name}__s{seed}"
+    summary_path = out_dir / run_name / "summary.json"
+    if summary_path.is_file() and not args.force:
+        print(f"  {run_name}: reusing {summary_path.relative_to(REPO)}", flush=True)
+        return json.loads(summary_path.read_text())
+    cmd = [
+        args.python, str(RECIPE), *CONFIGS[name], "--seed", str(seed),
+        "--eval-episodes", str(args.eval_episodes), "--output-dir", str(out_dir),
+        "--run-name", run_name, "--no-progress",
+    ]  # fmt: skip
+    if args.iterations is not None:
+        cmd += ["--iterations", str(args.iterations)]
+    if args.episodes_per_iter is not None:
+        cmd += ["--episodes-per-iter", str(args.episodes_per_iter)]
+    print(f"  {run_name}: {' '.join(cmd[1:])}", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=args.timeout)
+    (out_dir / f"{run_name}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{run_name} failed (exit {proc.returncode}); log: {out_dir / f'{run_name}.log'}\n"
+            + proc.stderr[-2000:]
+        )
+    summary = json.loads(summary_path.read_text())
+    ev = summary["eval"]["trained"]
+    print(
+        f"  {run_name}: success {ev['success_rate']:.3f}, turns to solve {ev['turns_to_solve']:.2f} "
+        f"({time.perf_counter() - start:.0f} s)",
+        flush=True,
+    )
+    return summary
+
+
+def mean_std(values: list[float]) -> str:
+    """``mean ± std`` over seeds (sample std), NaNs dropped."""
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return "n/a"
+    if len(vals) == 1:
+        return f"{vals[0]:.3f}"
+    return f"{statistics.mean(vals):.3f} ± {statistics.stdev(vals):.3f}"
+
+
+def config_row(name: str, runs: list[dict[str, Any]]) -> str:
+    """One markdown table row summarising a configuration's runs."""
+    trained = [r["eval"]["trained"] for r in runs]
+    per_seed = ", ".join(f"{t['success_rate']:.2f}" for t in trained)
+    return (
+        f"| {name} | {len(runs)} | {mean_std([t['success_rate'] for t in trained])} | {per_seed} | "
+        f"{mean_std([t['mean_turns'] for t in trained])} | "
+        f"{mean_std([t['turns_to_solve'] for t in trained])} | "
+        f"{mean_std([r['wall_time_s'] for r in runs])} |"
+    )
+
+
+HEADER = (
+    "| configuration | seeds | held-out success (mean ± std) | per seed | mean turns | "
+    "turns to solve | wall time (s) |\n|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    names = list(CONFIGS) if args.only == "all" else GROUPS[args.only]
+    out_dir = args.results_dir / args.tag
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    t0 = time.perf_counter()
+    for name in names:
+        print(f"== {name}", flush=True)
+        results[name] = [run_one(args, name, seed, out_dir) for seed in args.seeds]
+
+    any_run = next(iter(results.values()))[0]
+    rargs = any_run["args"]
+    lines = [
+        f"# Learning evidence ({args.tag})",
+        "",
+        f"Env `{rargs['env_id']}`; {rargs['iterations']} iterations x {rargs['episodes_per_iter']} "
+        f"episodes per run; held-out evaluation on {rargs['eval_episodes']} env seeds from "
+        f"{rargs['eval_seed_start']}, greedy decoding; recipe seeds {args.seeds}. "
+        f"Total wall time {time.perf_counter() - t0:.0f} s (reused runs count 0).",
+        "",
+        "## Trained vs random vs oracle",
+        "",
+        "| policy | held-out success | mean turns | turns to solve |",
+        "|---|---|---|---|",
+    ]
+    base = any_run["eval"]
+    if "rebn_g0.9" in results:
+        runs = results["rebn_g0.9"]
+        tr = [r["eval"]["trained"] for r in runs]
+        lines.append(
+            f"| trained (ReBN, γ=0.9; {len(runs)} seeds) | {mean_std([t['success_rate'] for t in tr])} | "
+            f"{mean_std([t['mean_turns'] for t in tr])} | {mean_std([t['turns_to_solve'] for t in tr])} |"
+        )
+        un = [r["eval"]["untrained"] for r in runs]
+        lines.append(f"| untrained model | {mean_std([u['success_rate'] for u in un])} | {mean_std([u['mean_turns'] for u in un])} | – |")
+    for pol in ("random", "oracle"):
+        b = base[pol]
+        lines.append(f"| {pol} | {b['success_rate']:.3f} | {b['mean_turns']:.2f} | {b['turns_to_solve']:.2f} |")
+    for title, group in (("Discount: γ = 0.9 vs γ = 1.0 (ReBN)", "gamma"), ("Estimators, same budget (γ = 0.9)", "estimators")):
+        present = [n for n in GROUPS[group] if n in results]
+        if len(present) < 2:
+            continue
+        lines += ["", f"## {title}", "", HEADER]
+        lines += [config_row(n, results[n]) for n in present]
+    report = "\n".join(lines) + "\n"
+    print("\n" + report)
+    (args.results_dir / f"{args.tag}.md").write_text(report)
+    (args.results_dir / f"{args.tag}.json").write_text(
+        json.dumps({n: [{"eval": r["eval"], "args": r["args"], "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
+    )
+    print(f"wrote {args.results_dir / f'{args.tag}.md'}")
+
+
+if __name__ == "__main__":
+    main()
