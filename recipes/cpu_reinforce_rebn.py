@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import csv
 import dataclasses
 import inspect
@@ -129,8 +130,10 @@ class Args:
     """decay the learning rate linearly to 0 over the iterations"""
     max_grad_norm: float = 1.0
     """gradient clipping norm"""
-    temperature: float = 1.0
-    """sampling temperature during training"""
+    kl_coef: float = 0.0
+    """weight of a KL(policy || warm-up model) penalty (k3 estimator on the generated tokens; 0: off, no reference model is kept)"""
+    grad_chunks: int = 2
+    """the batch's rows are sorted by length and processed in this many chunks with accumulated gradients (less padding and memory; the same update)"""
 
     # Evaluation
     eval_episodes: int = 200
@@ -219,7 +222,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
             f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of "
             f"--group-size ({args.group_size})"
         )
-    for name in ("iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads"):
+    for name in ("iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     return args
@@ -300,6 +303,7 @@ def episode_metrics(episodes: list[Any]) -> dict[str, float]:
         "turns_to_solve": float(np.mean(solved)) if solved else float("nan"),
         "mean_return": sum(ep.episode_return for ep in episodes) / n,
         "format_error_rate": sum(t.format_error for ep in episodes for t in ep.turns) / max(turns, 1),
+        "truncated_rate": sum(t.response_truncated for ep in episodes for t in ep.turns) / max(turns, 1),
         "invalid_rate": sum(bool(t.info.get("invalid_action")) and not t.format_error for ep in episodes for t in ep.turns)
         / max(turns, 1),
         "error_episodes": float(sum(ep.error is not None for ep in episodes)),
@@ -433,7 +437,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         opt = torch.optim.Adam(model.parameters(), lr=args.warmup_lr)
         model.train()
-        for step in range(args.warmup_steps):
+        for _ in range(args.warmup_steps):
             rows = np.random.choice(warm_batch.num_samples, size=min(args.warmup_batch_size, warm_batch.num_samples), replace=False)
             t = warm_batch.select(rows).to_torch()
             logp = rl.sequence_logprobs(model, t["input_ids"], t["attention_mask"])
@@ -452,11 +456,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # ---- REINFORCE with the chosen advantage estimator --------------------------------
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
+    reference = None
+    if args.kl_coef > 0:  # a frozen copy of the warm-up model
+        reference = copy.deepcopy(model).eval().requires_grad_(False)
     columns = [
         "iteration", "episodes", "time_s",
         "charts/success_rate", "charts/mean_turns", "charts/turns_to_solve", "charts/mean_return",
-        "charts/format_error_rate", "charts/invalid_rate", "charts/error_episodes",
-        "losses/policy_loss", "losses/entropy", "losses/logprob_mismatch", "losses/grad_norm",
+        "charts/format_error_rate", "charts/truncated_rate", "charts/invalid_rate", "charts/error_episodes",
+        "losses/loss", "losses/kl_to_warmup", "losses/entropy", "losses/logprob_mismatch", "losses/grad_norm",
         "losses/adv_abs_mean", "charts/learning_rate", "eval/success_rate", "eval/turns_to_solve",
     ]  # fmt: skip
     logger = ScalarLogger(run_dir, columns, args.track_tensorboard)
@@ -472,7 +479,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.group_size,
         ).tolist()
         sampling = rl.SamplingParams(
-            temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed * 1_000_003 + it
+            temperature=1.0, max_new_tokens=args.max_new_tokens, seed=args.seed * 1_000_003 + it
         )
         episodes = collect(seeds, sampling, train_env_kwargs)
         stats = episode_metrics(episodes)
@@ -481,33 +488,47 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # 2. Advantages: per-turn discounted returns, normalised by the estimator.
         advantages = rl.compute_advantages(episodes, args.estimator, gamma=args.gamma)
 
-        # 3. One policy-gradient step on the packed token sequences.
-        batch = rl.build_training_batch(episodes, advantages, pad_token_id=pad_id).to_torch()
+        # 3. One policy-gradient step: loss = mean over generated tokens of -A * log pi(token)
+        #    (+ kl_coef * KL(pi || warm-up model)). Rows are sorted by length and processed
+        #    in chunks whose gradients add up (less padding); the update is that of the batch.
+        batch = rl.build_training_batch(episodes, advantages, pad_token_id=pad_id)
+        n_tokens = max(batch.num_loss_tokens, 1)
+        sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs"), 0.0)
         model.train()
-        logp = rl.sequence_logprobs(model, batch["input_ids"], batch["attention_mask"])
-        mask = batch["loss_mask"]
-        loss = -(logp * batch["advantages"] * mask).sum() / mask.sum()
         optimizer.zero_grad()
-        loss.backward()
+        for rows in np.array_split(np.argsort(batch.lengths), min(args.grad_chunks, batch.num_samples)):
+            mb = batch.select(rows).to_torch()
+            mask, old_logp = mb["loss_mask"], mb["old_logprobs"]
+            logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
+            loss = -(logp * mb["advantages"] * mask).sum() / n_tokens
+            if reference is not None:
+                with torch.no_grad():
+                    ref_logp = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
+                log_ratio = (ref_logp - logp) * mask
+                kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3" estimator, >= 0
+                loss = loss + args.kl_coef * kl
+                sums["kl"] += kl.item()
+            loss.backward()
+            sums["loss"] += loss.item()
+            sums["entropy"] += (-old_logp * mask).sum().item() / n_tokens  # sampled-token estimate
+            sums["mismatch"] += ((logp.detach() - old_logp).abs() * mask).sum().item() / n_tokens
+            sums["adv_abs"] += (mb["advantages"].abs() * mask).sum().item() / n_tokens
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
         optimizer.step()
         model.eval()
 
         # 4. Metrics.
-        with torch.no_grad():
-            entropy = float(-(batch["old_logprobs"] * mask).sum() / mask.sum())  # Monte-Carlo estimate
-            mismatch = float(((logp.detach() - batch["old_logprobs"]).abs() * mask).sum() / mask.sum())
-            adv_abs = float((batch["advantages"].abs() * mask).sum() / mask.sum())
         row: dict[str, float] = {
             "iteration": it,
             "episodes": it * args.episodes_per_iter,
             "time_s": round(time.perf_counter() - t_start, 2),
             **{f"charts/{k}": v for k, v in stats.items()},
-            "losses/policy_loss": loss.item(),
-            "losses/entropy": entropy,
-            "losses/logprob_mismatch": mismatch,
+            "losses/loss": sums["loss"],
+            "losses/kl_to_warmup": sums["kl"],
+            "losses/entropy": sums["entropy"],
+            "losses/logprob_mismatch": sums["mismatch"],
             "losses/grad_norm": float(grad_norm),
-            "losses/adv_abs_mean": adv_abs,
+            "losses/adv_abs_mean": sums["adv_abs"],
             "charts/learning_rate": optimizer.param_groups[0]["lr"],
         }
         if it == args.iterations or (args.eval_every and it % args.eval_every == 0):
@@ -517,7 +538,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         history.append(row)
         bar.set_postfix_str(
             f"success {stats['success_rate']:.2f} turns {stats['mean_turns']:.2f} "
-            f"fmt-err {stats['format_error_rate']:.2f} loss {loss.item():+.3f}"
+            f"fmt-err {stats['format_error_rate']:.2f} entropy {sums['entropy']:.2f}"
         )
         bar.update(1)
     bar.close()
@@ -560,7 +581,7 @@ def plot_learning_curve(
         return
     its = [r["iteration"] for r in history]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ax1.plot(its, [r["charts/success_rate"] for r in history], label=f"training batch (T={args.temperature:g})")
+    ax1.plot(its, [r["charts/success_rate"] for r in history], label="training batch (sampled)")
     ax1.axhline(baselines["random"]["success_rate"], color="gray", ls="--", label="random policy")
     ax1.axhline(baselines["oracle"]["success_rate"], color="green", ls=":", label="oracle")
     ax1.scatter([its[-1]], [trained["success_rate"]], color="red", zorder=3, label="trained, greedy (held-out)")

@@ -26,9 +26,11 @@ EXPECTED_COLUMNS = [
     "charts/turns_to_solve",
     "charts/mean_return",
     "charts/format_error_rate",
+    "charts/truncated_rate",
     "charts/invalid_rate",
     "charts/error_episodes",
-    "losses/policy_loss",
+    "losses/loss",
+    "losses/kl_to_warmup",
     "losses/entropy",
     "losses/logprob_mismatch",
     "losses/grad_norm",
@@ -73,7 +75,7 @@ def test_recipe_runs_and_writes_metrics(tmp_path: Path) -> None:
 
     scalars = [json.loads(line) for line in (run_dir / "scalars.jsonl").read_text().splitlines()]
     assert {"tag", "step", "value", "wall_time"} <= set(scalars[0])
-    assert {s["tag"] for s in scalars} >= {"charts/success_rate", "losses/policy_loss"}
+    assert {s["tag"] for s in scalars} >= {"charts/success_rate", "losses/loss"}
 
     summary = json.loads((run_dir / "summary.json").read_text())
     for name in ("trained", "random", "oracle"):
