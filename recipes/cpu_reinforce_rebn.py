@@ -142,6 +142,8 @@ class Args:
     """first env seed of the evaluation (training seeds are drawn below it)"""
     eval_every: int = 0
     """also evaluate greedily every N iterations (0: only at the end)"""
+    save_model: bool = False
+    """save the trained model and tokenizer to runs/<run_name>/model (a Hugging Face directory)"""
 
 
 ESTIMATOR_CHOICES = ("rebn", "grpo", "rloo", "reinforce")
@@ -407,8 +409,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     eval_seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
     greedy = rl.SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens)
 
+    last_eval: list[Any] = []
+
     def evaluate() -> dict[str, float]:
-        return episode_metrics(collect(eval_seeds, greedy, env_kwargs))
+        last_eval[:] = collect(eval_seeds, greedy, env_kwargs)
+        return episode_metrics(last_eval)
 
     baselines = {
         "random": play_baseline(args.env_id, env_kwargs, eval_seeds, "random"),
@@ -551,7 +556,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  {'policy':<10} {'success':>8} {'mean turns':>11} {'turns to solve':>15}")
     for name, m in (("trained", trained), ("untrained", before), ("random", baselines["random"]), ("oracle", baselines["oracle"])):
         print(f"  {name:<10} {m['success_rate']:>8.3f} {m['mean_turns']:>11.2f} {m['turns_to_solve']:>15.2f}")
+    print("greedy play on the first held-out seeds (answers, then solved or not):")
+    for ep in last_eval[:8]:
+        answers = " → ".join(t.action.replace("\\boxed", "") for t in ep.turns)
+        print(f"  seed {ep.seed}: {answers}  {'solved' if ep.success else 'not solved'}")
     print(f"wall time {train_time:.0f} s")
+    if args.save_model:
+        model.save_pretrained(run_dir / "model")
+        tokenizer.save_pretrained(run_dir / "model")
 
     # ---- Learning curve ----------------------------------------------------------------
     plot_learning_curve(run_dir / "learning_curve.png", history, trained, baselines, args)
