@@ -289,3 +289,24 @@ register(
     max_turns=None,
     description="Guess a hidden word letter by letter. (random)",
 )
+
+# --- Math (gem_core.envs.math): math:*, eval:MATH500 and the other math eval ids. ---
+# (math: end)
+
+# --- Math with images (gem_core.envs.math_visual): math:Geometry3K and its eval id. ---
+# (math_visual: end)
+
+# --- QA (gem_core.envs.qa): qa:*, logic:RuleTaker-*, eval:QaOpen and the search-QA eval ids. ---
+# (qa: end)
+
+# --- Code (gem_core.envs.code): code:*, eval:CodeContest. ---
+# (code: end)
+
+# --- ReasoningGym (gem_core.envs.reasoning_gym): rg:<name>, from a static name list. ---
+# (rg: end)
+
+# --- Terminal (gem_core.envs.terminal): terminal:* shell tasks in the sandbox. ---
+# (terminal: end)
+
+# --- MCP tasks (gem_core.envs.mcp_tasks): mcp:* tasks over the shipped SQLite MCP server. ---
+# (mcp: end)
