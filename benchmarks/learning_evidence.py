@@ -75,7 +75,7 @@ def run_one(args: argparse.Namespace, name: str, seed: int, out_dir: Path) -> di
     cmd = [
         args.python, str(RECIPE), *CONFIGS[name], "--seed", str(seed),
         "--eval-episodes", str(args.eval_episodes), "--output-dir", str(out_dir),
-        "--run-name", run_name, "--no-progress",
+        "--run-name", run_name, "--eval-every", "50", "--no-progress",
     ]  # fmt: skip
     if args.iterations is not None:
         cmd += ["--iterations", str(args.iterations)]

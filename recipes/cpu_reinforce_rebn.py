@@ -2,33 +2,41 @@
 #
 #     ~/.cache/gem/venv-core/bin/python recipes/cpu_reinforce_rebn.py
 #
-# Other estimators / discounts:  ... --estimator grpo --gamma 1.0 --seed 2
-# Every argument, with its meaning:  ... --help
-"""REINFORCE with Return Batch Normalization (ReBN) on a laptop CPU.
+# Variants:  ... --estimator grpo --gamma 1.0 --seed 2      Every argument:  ... --help
+"""REINFORCE with Return Batch Normalization (ReBN): a tiny LM learns a game on a laptop CPU.
 
-A tiny Llama-architecture language model with random weights (built offline by
-`gem_core.rl.testing`) learns to play ``game:GuessTheNumber-v0-easy`` (find a hidden
-integer in 1-10 within 4 turns from higher/lower hints) from scratch:
+A Llama-architecture language model with random weights (123k parameters, built offline
+by `gem_core.rl.testing`) learns ``game:GuessTheNumber-v0-easy`` from scratch: find a
+hidden integer in 1-10 within 4 turns from higher/lower hints, answering ``\\boxed{N}``.
 
-1. **Warm-up (format only).** A few supervised steps on episodes played by a *random*
-   policy that answers ``\\boxed{N}`` with N uniform in the range. This teaches the
-   action format and nothing about the game: the targets are random numbers, never the
-   oracle's.
+1. **Warm-up, format only.** Supervised steps on episodes played by a *random* policy
+   that answers ``\\boxed{N}`` with N uniform in the range: the model learns the answer
+   format and nothing about the game (the targets are random numbers, never the
+   oracle's).
 2. **REINFORCE + ReBN.** Each iteration plays a batch of episodes with the current model
-   (`gem_core.rl.collect_episodes_sync`, packed layout: one token sequence per episode),
-   computes per-turn discounted returns ``G_t`` and normalises them over every turn of
-   the batch, ``A = (G - mean G) / (std G + eps)`` (`gem_core.rl.compute_advantages`),
-   and takes one policy-gradient step on ``-sum(A * log pi(response tokens)) / #tokens``
-   (`gem_core.rl.build_training_batch` + `gem_core.rl.sequence_logprobs`).
-   ``--estimator grpo|rloo|reinforce`` swaps the advantage, everything else equal.
-3. **Evaluation.** Greedy decoding on held-out env seeds, next to a random policy and
-   the binary-search oracle on the same seeds.
+   (`gem_core.rl.collect_episodes_sync`), turns the per-turn rewards into discounted
+   returns ``G_t = sum_k gamma^k r_{t+k}`` and normalises them over every turn of the
+   batch, ``A = (G - mean G) / (std G + eps)`` (`gem_core.rl.compute_advantages`), and
+   takes one Adam step on the mean over generated tokens of ``-A * log pi(token)``
+   (`gem_core.rl.build_training_batch`, `gem_core.rl.sequence_logprobs`), plus a small
+   KL penalty towards the warm-up model that keeps the policy from collapsing onto one
+   answer before it has learned to read the hints. ``--estimator grpo|rloo|reinforce``
+   swaps the advantage and changes nothing else.
+3. **Evaluation.** Greedy decoding on held-out env seeds, next to the env's random policy
+   and the binary-search oracle on the same seeds.
 
-Outputs, under ``runs/<run_name>/``: ``metrics.csv`` (one row per iteration),
-``scalars.jsonl`` (TensorBoard-style scalars: one ``{"tag", "step", "value",
-"wall_time"}`` object per line; TensorBoard event files too when the ``tensorboard``
-package is installed), ``learning_curve.png`` and ``summary.json`` (the arguments and the
-final evaluation).
+What the model reads (``--history last``, the default): each turn's prompt is only the
+latest observation, which for this game already lists every guess and its hint
+(``Guesses so far: 5 (higher), 8 (lower). Enter your next guess.``); every turn is then a
+short training sample of its own (``layout="per_turn"``). ``--history chat`` prompts
+with the whole conversation instead (one packed sequence per episode); it is much slower
+to learn at this model size.
+
+Outputs, in ``runs/<run_name>/``: ``metrics.csv`` (one row per iteration; ``nan`` where
+a value is undefined, e.g. turns to solve when nothing was solved), ``scalars.jsonl``
+(TensorBoard-style scalars, one ``{"tag", "step", "value", "wall_time"}`` object per
+line; TensorBoard event files as well when the ``tensorboard`` package is installed),
+``learning_curve.png`` and ``summary.json`` (arguments and final evaluation).
 """
 
 from __future__ import annotations
@@ -52,8 +60,11 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run from a clone without installing
+if str(REPO) not in sys.path:  # runnable from a clone without installing
     sys.path.insert(0, str(REPO))
+
+import gem_core  # noqa: E402  (light: neither imports torch)
+import gem_core.rl as rl  # noqa: E402
 
 
 @dataclass
@@ -66,16 +77,18 @@ class Args:
     """where run directories are created (relative to the current directory)"""
     seed: int = 1
     """seed of python, numpy and torch, of the model's random weights and of the training env seeds"""
-    threads: int = 1
-    """torch CPU threads (a model this small runs fastest on one or two)"""
+    threads: int = 2
+    """torch CPU threads (2 suits a 2-core laptop; use 1 when other jobs share the cores)"""
     track_tensorboard: bool = True
     """also write TensorBoard event files when the `tensorboard` package is installed"""
     progress: bool = True
     """show a progress bar"""
+    save_model: bool = False
+    """save the trained model and tokenizer to runs/<run_name>/model (a Hugging Face directory)"""
 
     # Environment
     env_id: str = "game:GuessTheNumber-v0-easy"
-    """the env to train on (any `game:*` id whose answers are \\boxed{...}; the warm-up assumes GuessTheNumber)"""
+    """the env (a GuessTheNumber id: the warm-up's random answers are numbers in its range)"""
     min_number: int | None = None
     """override the env's smallest number (None: the env id's default)"""
     max_number: int | None = None
@@ -85,7 +98,7 @@ class Args:
     format_error: str = "terminate"
     """what a malformed answer does during training: 'terminate' the episode or 'retry' (evaluation always uses the env's default, 'terminate')"""
 
-    # Model
+    # Model and prompts
     hidden: int = 64
     """hidden size of the tiny model"""
     layers: int = 2
@@ -93,47 +106,47 @@ class Args:
     heads: int = 4
     """attention heads of the tiny model"""
     init_std: float = 0.1
-    """standard deviation of the tiny model's random initial weights (0.1, not the usual 0.02: the initial model's outputs then depend on the prompt, which makes reading the hints far quicker to learn)"""
+    """standard deviation of the random initial weights (0.1 rather than the usual 0.02: the initial model's outputs then depend on the prompt, and reading the hints is learned far sooner)"""
     history: str = "last"
-    """what the model reads each turn: 'last' = only the latest observation (the game's observation already lists every guess and hint; short prompts, per-turn samples) or 'chat' = the whole conversation (packed: one token sequence per episode)"""
+    """what the model reads each turn: 'last' = the latest observation only (it lists every guess and hint; per-turn samples) or 'chat' = the whole conversation (one packed sequence per episode)"""
     system_prompt: str | None = None
-    """a system message before the game's rules (None: none; shorter prompts train faster)"""
+    """a system message before each prompt (None: none; short prompts train faster)"""
     max_new_tokens: int = 8
     """the most tokens of one answer (\\boxed{10} plus the end token is 6)"""
     truncation_penalty: float = -0.1
-    """reward of an answer cut off at --max-new-tokens without an end token; the episode ends there (like a format error). Unpenalized, such answers drift into '\\boxed{7}}}}...' because the env still parses them"""
+    """reward of an answer cut off at --max-new-tokens without an end token, which also ends the episode (like a format error); unpenalized, answers drift into '\\boxed{7}}}}' because the env still reads them"""
 
     # Warm-up (format only)
     warmup_steps: int = 100
     """supervised steps on random well-formed answers before RL (0: none)"""
     warmup_episodes: int = 256
-    """random-policy episodes collected for the warm-up"""
+    """random-policy episodes played for the warm-up data"""
     warmup_batch_size: int = 32
-    """episodes per warm-up step"""
+    """training samples per warm-up step (turns with --history last, episodes with chat)"""
     warmup_lr: float = 3e-3
     """Adam learning rate of the warm-up"""
 
     # REINFORCE
-    iterations: int = 250
+    iterations: int = 300
     """RL iterations (one batch of episodes and one gradient step each)"""
     episodes_per_iter: int = 128
     """episodes played per iteration"""
     group_size: int = 8
     """episodes per env seed within an iteration (the groups of grpo/rloo; the same for every estimator, for a fair comparison)"""
     estimator: str = "rebn"
-    """advantage estimator: rebn | grpo | rloo | reinforce (plain: A = G, no baseline)"""
+    """advantage estimator: rebn | grpo | rloo | reinforce (plain REINFORCE: A = G, no baseline)"""
     gamma: float = 0.9
     """discount of the per-turn returns G_t = sum_k gamma^k r_{t+k}"""
-    learning_rate: float = 2e-3
+    learning_rate: float = 3e-3
     """Adam learning rate of the policy-gradient steps"""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the iterations"""
     max_grad_norm: float = 1.0
     """gradient clipping norm"""
-    kl_coef: float = 0.0
-    """weight of a KL(policy || warm-up model) penalty (k3 estimator on the generated tokens; 0: off, no reference model is kept)"""
+    kl_coef: float = 0.05
+    """weight of the KL(policy || warm-up model) penalty, estimated on the generated tokens ("k3"); it keeps sampling diverse until the hints are read (0: off, and no reference model is kept)"""
     grad_chunks: int = 2
-    """the batch's rows are sorted by length and processed in this many chunks with accumulated gradients (less padding and memory; the same update)"""
+    """rows of a batch are sorted by length and processed in this many chunks whose gradients add up (less padding and memory; the same update)"""
 
     # Evaluation
     eval_episodes: int = 200
@@ -141,37 +154,31 @@ class Args:
     eval_seed_start: int = 10_000
     """first env seed of the evaluation (training seeds are drawn below it)"""
     eval_every: int = 0
-    """also evaluate greedily every N iterations (0: only at the end)"""
-    save_model: bool = False
-    """save the trained model and tokenizer to runs/<run_name>/model (a Hugging Face directory)"""
+    """also evaluate every N iterations (0: only at the end)"""
 
 
 ESTIMATOR_CHOICES = ("rebn", "grpo", "rloo", "reinforce")
 HISTORY_CHOICES = ("last", "chat")
+FORMAT_ERROR_CHOICES = ("terminate", "retry")
 
 
-def latest_observation_formatter(base: type) -> type:
-    """A `ChatFormatter` subclass whose prompt holds only the latest observation.
+class LatestObservationFormatter(rl.ChatFormatter):
+    """A chat formatter whose prompt holds only the latest observation.
 
-    The rollout engine asks the formatter for the messages of the whole conversation;
-    this one answers with just the newest ``user`` message (after the optional system
-    message) whenever a response is due. Use it with ``layout="per_turn"``: each turn is
-    then a short, self-contained sample.
+    The rollout engine asks for the messages of the whole conversation; this formatter
+    answers with the newest ``user`` message alone (after the optional system message)
+    whenever a response is due. Use it with ``layout="per_turn"``.
     """
 
-    class LatestObservationFormatter(base):  # type: ignore[misc, valid-type]
-        def messages(self, observations: Any, responses: Any) -> list[dict[str, str]]:
-            if len(responses) == len(observations) - 1:
-                return super().messages(observations[-1:], [])
-            return super().messages(observations, responses)
-
-    return LatestObservationFormatter
+    def messages(self, observations: Any, responses: Any) -> list[dict[str, str]]:
+        if len(responses) == len(observations) - 1:
+            return super().messages(observations[-1:], [])
+        return super().messages(observations, responses)
 
 
 def field_docs(cls: type) -> dict[str, str]:
     """The docstring under each dataclass field (the CleanRL/tyro convention), by name."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
     for node, nxt in zip(body, body[1:], strict=False):
         if (
@@ -192,46 +199,41 @@ def parse_args(argv: list[str] | None = None) -> Args:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     docs = field_docs(Args)
-    scalar = {"int": int, "float": float, "str": str}
+    scalars = {"int": int, "float": float, "str": str}
     for f in dataclasses.fields(Args):
-        flag = "--" + f.name.replace("_", "-")
-        kind = str(f.type).replace(" ", "")
-        help_text = docs.get(f.name, "") or " "
+        flag, kind = "--" + f.name.replace("_", "-"), str(f.type).replace(" ", "")
         if kind == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
             continue
-        optional = kind.endswith("|None")
-        base = scalar[kind.removesuffix("|None")]
+        optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
 
         def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
-            if optional and text.lower() == "none":
-                return None
-            return base(text)
+            return None if optional and text.lower() == "none" else base(text)
 
         convert.__name__ = base.__name__  # argparse names the type in its error messages
-        parser.add_argument(flag, type=convert, default=f.default, help=help_text, metavar=base.__name__.upper())
+        parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
     args = Args(**vars(parser.parse_args(argv)))
-    if args.estimator not in ESTIMATOR_CHOICES:
-        parser.error(f"--estimator must be one of {', '.join(ESTIMATOR_CHOICES)}, got {args.estimator!r}")
+    for name, choices in (
+        ("estimator", ESTIMATOR_CHOICES),
+        ("history", HISTORY_CHOICES),
+        ("format_error", FORMAT_ERROR_CHOICES),
+    ):
+        if getattr(args, name) not in choices:
+            parser.error(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}, got {getattr(args, name)!r}")
     if not 0.0 <= args.gamma <= 1.0:
         parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
-    if args.history not in HISTORY_CHOICES:
-        parser.error(f"--history must be one of {', '.join(HISTORY_CHOICES)}, got {args.history!r}")
-    if args.format_error not in ("terminate", "retry"):
-        parser.error(f"--format-error must be 'terminate' or 'retry', got {args.format_error!r}")
-    if args.episodes_per_iter % args.group_size:
-        parser.error(
-            f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of "
-            f"--group-size ({args.group_size})"
-        )
     for name in ("iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.episodes_per_iter % args.group_size:
+        parser.error(
+            f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of --group-size ({args.group_size})"
+        )
     return args
 
 
 class ScalarLogger:
-    """Per-iteration metrics: a CSV row per iteration, JSONL scalars, TensorBoard if present."""
+    """Per-iteration metrics: a CSV row, JSONL scalars, and TensorBoard when installed."""
 
     def __init__(self, run_dir: Path, columns: list[str], tensorboard: bool):
         self.columns = columns
@@ -243,18 +245,18 @@ class ScalarLogger:
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
-            except ImportError:  # tensorboard is optional: scalars.jsonl has the same data
+            except ImportError:  # optional: scalars.jsonl holds the same data
                 pass
             else:
                 self.tb = SummaryWriter(str(run_dir))
 
     def log(self, step: int, row: dict[str, float]) -> None:
-        """Write one iteration; keys are tags like ``charts/success_rate``."""
+        """Write one iteration; keys are the CSV columns (tags like ``charts/success_rate``)."""
         now = time.time()
         self.csv.writerow({c: row.get(c, "") for c in self.columns})
         self.csv_file.flush()
         for tag, value in row.items():
-            if tag in ("iteration",) or value is None or not math.isfinite(float(value)):
+            if tag == "iteration" or not math.isfinite(float(value)):
                 continue
             self.jsonl.write(json.dumps({"tag": tag, "step": step, "value": float(value), "wall_time": now}) + "\n")
             if self.tb is not None:
@@ -262,6 +264,7 @@ class ScalarLogger:
         self.jsonl.flush()
 
     def close(self) -> None:
+        """Close the files."""
         self.csv_file.close()
         self.jsonl.close()
         if self.tb is not None:
@@ -269,11 +272,9 @@ class ScalarLogger:
 
 
 def progress_bar(total: int, enabled: bool) -> Any:
-    """tqdm when installed (and enabled), else a minimal stand-in printing every ~10%."""
+    """tqdm when installed, else a minimal stand-in that prints every ~10%."""
     try:
         from tqdm import tqdm
-
-        return tqdm(total=total, disable=not enabled, dynamic_ncols=True, desc="train")
     except ImportError:
 
         class Simple:
@@ -292,184 +293,196 @@ def progress_bar(total: int, enabled: bool) -> Any:
                 pass
 
         return Simple()
+    return tqdm(total=total, disable=not enabled, dynamic_ncols=True, desc="train")
 
 
-def episode_metrics(episodes: list[Any]) -> dict[str, float]:
-    """Success rate, turns, returns and error rates of a batch of episodes."""
+def episode_metrics(episodes: list[rl.Episode]) -> dict[str, float]:
+    """Success rate, turns, return and error rates of a batch of episodes."""
     n = max(len(episodes), 1)
+    turns = [t for ep in episodes for t in ep.turns]
     solved = [ep.num_turns for ep in episodes if ep.success]
-    turns = sum(ep.num_turns for ep in episodes)
     return {
         "success_rate": sum(ep.success for ep in episodes) / n,
-        "mean_turns": turns / n,
+        "mean_turns": len(turns) / n,
         "turns_to_solve": float(np.mean(solved)) if solved else float("nan"),
         "mean_return": sum(ep.episode_return for ep in episodes) / n,
-        "format_error_rate": sum(t.format_error for ep in episodes for t in ep.turns) / max(turns, 1),
-        "truncated_rate": sum(t.response_truncated for ep in episodes for t in ep.turns) / max(turns, 1),
-        "invalid_rate": sum(bool(t.info.get("invalid_action")) and not t.format_error for ep in episodes for t in ep.turns)
-        / max(turns, 1),
+        "format_error_rate": sum(t.format_error for t in turns) / max(len(turns), 1),
+        "truncated_rate": sum(t.response_truncated for t in turns) / max(len(turns), 1),
+        "invalid_rate": sum(bool(t.info.get("invalid_action")) and not t.format_error for t in turns)
+        / max(len(turns), 1),
         "error_episodes": float(sum(ep.error is not None for ep in episodes)),
     }
 
 
 def play_baseline(env_id: str, env_kwargs: dict[str, Any], seeds: list[int], kind: str) -> dict[str, float]:
-    """Success rate and turns of the env's random policy or its oracle on ``seeds``."""
-    import gem_core
+    """The env's random policy (``sample_random_action``) or its oracle on ``seeds``."""
     from gem_core.envs.games.oracles import oracle_for
 
     env = gem_core.make(env_id, **env_kwargs)
     choose = (lambda e: e.unwrapped.sample_random_action()) if kind == "random" else oracle_for(env)
-    wins, turns, solved_turns, returns = 0, 0, [], 0.0
+    wins, turns, returns, solved_turns = 0, 0, 0.0, []
     for seed in seeds:
         env.reset(seed=seed)
-        t, total = 0, 0.0
+        t, info = 0, {}
         while True:
             _, reward, terminated, truncated, info = env.step(choose(env))
-            t, total = t + 1, total + float(reward)
+            t, returns = t + 1, returns + float(reward)
             if terminated or truncated:
                 break
         wins += bool(info.get("success"))
-        if info.get("success"):
-            solved_turns.append(t)
-        turns, returns = turns + t, returns + total
+        solved_turns += [t] if info.get("success") else []
+        turns += t
     env.close()
-    n = len(seeds)
     return {
-        "success_rate": wins / n,
-        "mean_turns": turns / n,
+        "success_rate": wins / len(seeds),
+        "mean_turns": turns / len(seeds),
         "turns_to_solve": float(np.mean(solved_turns)) if solved_turns else float("nan"),
-        "mean_return": returns / n,
+        "mean_return": returns / len(seeds),
     }
 
 
+def plot_learning_curve(path: Path, history: list[dict[str, float]], final: dict[str, Any], args: Args) -> None:
+    """Training success and turns per iteration, with the held-out results, as a PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install 'gem-core[rl]'): no learning_curve.png")
+        return
+    its = [r["iteration"] for r in history]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ax1.plot(its, [r["charts/success_rate"] for r in history], lw=1, label="training batch (sampled)")
+    evals = [(r["iteration"], r["eval/success_rate"]) for r in history if "eval/success_rate" in r]
+    ax1.plot(*zip(*evals, strict=True), "o-", color="red", label="held-out, greedy")
+    ax1.axhline(final["random"]["success_rate"], color="gray", ls="--", label="random policy")
+    ax1.axhline(final["oracle"]["success_rate"], color="green", ls=":", label="oracle (binary search)")
+    ax1.set(xlabel="iteration", ylabel="success rate", ylim=(-0.02, 1.02))
+    ax1.set_title(f"{args.env_id}: {args.estimator}, γ={args.gamma:g}", fontsize=10)
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.plot(its, [r["charts/mean_turns"] for r in history], lw=1, label="mean turns (training)")
+    ax2.plot(its, [r["losses/entropy"] for r in history], lw=1, label="entropy / token")
+    ax2.axhline(final["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
+    ax2.set(xlabel="iteration")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the recipe; returns the summary that is also written to ``summary.json``."""
     args = parse_args(argv)
 
-    # ---- Prologue: run name, seeding, output directory, logging ----------------------
-    run_name = args.run_name or (
-        f"{args.exp_name}__{args.estimator}__g{args.gamma:g}__{args.seed}__{int(time.time())}"
-    )
+    # ---- Prologue: run name, seeding, output directory, logging ---------------------------
+    run_name = args.run_name or f"{args.exp_name}__{args.estimator}__g{args.gamma:g}__{args.seed}__{int(time.time())}"
     run_dir = Path(args.output_dir) / run_name
     run_dir.mkdir(parents=True, exist_ok=True)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    import torch  # heavy imports after argument parsing, so --help is instant
-
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import gem_core.rl as rl
+    import torch  # heavy imports after parsing, so that --help is instant
+
     from gem_core.rl.testing import TextPolicy, load_tiny_model
 
-    (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
     print(f"run {run_name}: writing to {run_dir}/", flush=True)
     t_start = time.perf_counter()
 
-    # ---- Env, tiny model, formatter, policy -------------------------------------------
-    env_kwargs: dict[str, Any] = {}
-    if args.min_number is not None:
-        env_kwargs["min_number"] = args.min_number
-    if args.max_number is not None:
-        env_kwargs["max_number"] = args.max_number
-    if args.max_turns is not None:
-        env_kwargs["max_turns"] = args.max_turns
+    # ---- Env, tiny model, formatter, policy ----------------------------------------------
+    env_kwargs = {
+        k: v for k, v in (("min_number", args.min_number), ("max_number", args.max_number), ("max_turns", args.max_turns))
+        if v is not None
+    }  # fmt: skip
     train_env_kwargs = {**env_kwargs, "format_error": args.format_error}
-    import gem_core
-
-    probe = gem_core.make(args.env_id, **env_kwargs).unwrapped
-    lo, hi = int(getattr(probe, "min_number", 1)), int(getattr(probe, "max_number", 10))
-
+    probe = gem_core.make(args.env_id, **env_kwargs)
+    probe.reset(seed=0)
+    lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
+    probe.close()
+    if not (isinstance(lo, int) and isinstance(hi, int)):
+        raise SystemExit(f"--env-id {args.env_id}: expected a GuessTheNumber env with a number range")
     model, tokenizer = load_tiny_model(
         hidden=args.hidden, layers=args.layers, heads=args.heads, init_std=args.init_std, seed=args.seed
     )
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"tiny model: {n_params / 1e3:.0f}k parameters, vocabulary {len(tokenizer)}", flush=True)
+    print(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e3:.0f}k parameters", flush=True)
     if args.history == "last":
-        formatter_cls, layout = latest_observation_formatter(rl.ChatFormatter), "per_turn"
+        formatter_cls, layout = LatestObservationFormatter, "per_turn"
     else:
         formatter_cls, layout = rl.ChatFormatter, "packed"
     formatter = formatter_cls(tokenizer, system_prompt=args.system_prompt, max_context=1024)
     policy = rl.TransformersPolicy(model, tokenizer, max_batch_size=args.episodes_per_iter)
-    pad_id = policy.pad_token_id
 
-    def collect(seeds: list[int], sampling: Any, kwargs: dict[str, Any], who: Any = policy) -> list[Any]:
+    def collect(seeds: list[int], sampling: rl.SamplingParams, kwargs: dict[str, Any], who: Any = policy) -> list[rl.Episode]:
         return rl.collect_episodes_sync(
-            args.env_id,
-            who,
-            formatter,
-            seeds=seeds,
-            sampling=sampling,
-            layout=layout,
-            concurrency=len(seeds),
-            truncated_response="penalize",
-            truncation_reward=args.truncation_penalty,
-            env_kwargs=kwargs,
-        )
+            args.env_id, who, formatter, seeds=seeds, sampling=sampling, layout=layout,
+            concurrency=len(seeds), env_kwargs=kwargs,
+            truncated_response="penalize", truncation_reward=args.truncation_penalty,
+        )  # fmt: skip
 
     eval_seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
-    greedy = rl.SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens)
-
-    last_eval: list[Any] = []
+    eval_episodes: list[rl.Episode] = []
 
     def evaluate() -> dict[str, float]:
-        last_eval[:] = collect(eval_seeds, greedy, env_kwargs)
-        return episode_metrics(last_eval)
+        """Greedy play on the held-out seeds, with the env's default settings."""
+        greedy = rl.SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens)
+        eval_episodes[:] = collect(eval_seeds, greedy, env_kwargs)
+        return episode_metrics(eval_episodes)
 
-    baselines = {
+    results: dict[str, Any] = {
         "random": play_baseline(args.env_id, env_kwargs, eval_seeds, "random"),
         "oracle": play_baseline(args.env_id, env_kwargs, eval_seeds, "oracle"),
+        "untrained": evaluate(),
     }
-    before = evaluate()
     print(
-        f"held-out success before training: model {before['success_rate']:.2f}, "
-        f"random {baselines['random']['success_rate']:.2f}, oracle {baselines['oracle']['success_rate']:.2f}",
+        f"held-out success: untrained model {results['untrained']['success_rate']:.2f}, random policy "
+        f"{results['random']['success_rate']:.2f}, oracle {results['oracle']['success_rate']:.2f}",
         flush=True,
     )
 
-    # ---- Warm-up: supervised steps on random well-formed answers (format only) --------
-    warmup_rng = random.Random(args.seed)
-    random_answers = TextPolicy(tokenizer, lambda _prompt: f"\\boxed{{{warmup_rng.randint(lo, hi)}}}")
-    warmup_loss = float("nan")
+    # ---- Warm-up: supervised steps on random well-formed answers (format only) -----------
     if args.warmup_steps > 0:
-        warm_eps = collect(
-            [warmup_rng.randrange(args.eval_seed_start) for _ in range(args.warmup_episodes)],
+        rng = random.Random(args.seed)
+        random_answers = TextPolicy(tokenizer, lambda _prompt: f"\\boxed{{{rng.randint(lo, hi)}}}")
+        warm_episodes = collect(
+            [rng.randrange(args.eval_seed_start) for _ in range(args.warmup_episodes)],
             rl.SamplingParams(max_new_tokens=args.max_new_tokens),
             train_env_kwargs,
             who=random_answers,
         )
-        warm_batch = rl.build_training_batch(
-            warm_eps, [np.ones(ep.num_turns) for ep in warm_eps], pad_token_id=pad_id
-        )
-        opt = torch.optim.Adam(model.parameters(), lr=args.warmup_lr)
+        ones = [np.ones(ep.num_turns) for ep in warm_episodes]
+        warm = rl.build_training_batch(warm_episodes, ones, pad_token_id=policy.pad_token_id)
+        warm_optimizer = torch.optim.Adam(model.parameters(), lr=args.warmup_lr)
         model.train()
         for _ in range(args.warmup_steps):
-            rows = np.random.choice(warm_batch.num_samples, size=min(args.warmup_batch_size, warm_batch.num_samples), replace=False)
-            t = warm_batch.select(rows).to_torch()
-            logp = rl.sequence_logprobs(model, t["input_ids"], t["attention_mask"])
-            loss = -(logp * t["loss_mask"]).sum() / t["loss_mask"].sum()  # mean NLL of answer tokens
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            warmup_loss = loss.item()
+            rows = np.random.choice(warm.num_samples, min(args.warmup_batch_size, warm.num_samples), replace=False)
+            mb = warm.select(rows).to_torch()
+            logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
+            nll = -(logp * mb["loss_mask"]).sum() / mb["loss_mask"].sum()  # answer tokens only
+            warm_optimizer.zero_grad()
+            nll.backward()
+            warm_optimizer.step()
         model.eval()
-        after_warmup = evaluate()
+        results["warmed_up"] = evaluate()
         print(
-            f"warm-up: {args.warmup_steps} steps, final NLL/token {warmup_loss:.3f}; held-out greedy "
-            f"success {after_warmup['success_rate']:.2f}, format errors/turn {after_warmup['format_error_rate']:.2f}",
+            f"warm-up: {args.warmup_steps} steps, answer NLL/token {nll.item():.3f}; held-out success "
+            f"{results['warmed_up']['success_rate']:.2f}, format errors/turn "
+            f"{results['warmed_up']['format_error_rate']:.2f}",
             flush=True,
         )
 
-    # ---- REINFORCE with the chosen advantage estimator --------------------------------
+    # ---- REINFORCE with the chosen advantage estimator -----------------------------------
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
-    reference = None
-    if args.kl_coef > 0:  # a frozen copy of the warm-up model
-        reference = copy.deepcopy(model).eval().requires_grad_(False)
+    reference = copy.deepcopy(model).requires_grad_(False) if args.kl_coef > 0 else None  # the warm-up model
     columns = [
         "iteration", "episodes", "time_s",
         "charts/success_rate", "charts/mean_turns", "charts/turns_to_solve", "charts/mean_return",
         "charts/format_error_rate", "charts/truncated_rate", "charts/invalid_rate", "charts/error_episodes",
-        "losses/loss", "losses/kl_to_warmup", "losses/entropy", "losses/logprob_mismatch", "losses/grad_norm",
-        "losses/adv_abs_mean", "charts/learning_rate", "eval/success_rate", "eval/turns_to_solve",
+        "charts/learning_rate", "losses/loss", "losses/kl_to_warmup", "losses/entropy",
+        "losses/logprob_mismatch", "losses/grad_norm", "losses/adv_abs_mean",
+        "eval/success_rate", "eval/turns_to_solve",
     ]  # fmt: skip
     logger = ScalarLogger(run_dir, columns, args.track_tensorboard)
     seed_rng = np.random.default_rng(args.seed)
@@ -478,25 +491,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for it in range(1, args.iterations + 1):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (it - 1) / args.iterations)
+
         # 1. Rollouts: episodes_per_iter / group_size env seeds, each played group_size times.
-        seeds = np.repeat(
-            seed_rng.integers(0, args.eval_seed_start, args.episodes_per_iter // args.group_size),
-            args.group_size,
-        ).tolist()
-        sampling = rl.SamplingParams(
-            temperature=1.0, max_new_tokens=args.max_new_tokens, seed=args.seed * 1_000_003 + it
-        )
+        n_seeds = args.episodes_per_iter // args.group_size
+        seeds = np.repeat(seed_rng.integers(0, args.eval_seed_start, n_seeds), args.group_size).tolist()
+        sampling = rl.SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens, seed=args.seed * 1_000_003 + it)
         episodes = collect(seeds, sampling, train_env_kwargs)
         stats = episode_metrics(episodes)
         episodes = [ep for ep in episodes if ep.error is None and ep.num_turns > 0]
 
-        # 2. Advantages: per-turn discounted returns, normalised by the estimator.
+        # 2. Advantages: per-turn discounted returns, normalised by the estimator (ReBN:
+        #    over all turns of the batch), one value per turn.
         advantages = rl.compute_advantages(episodes, args.estimator, gamma=args.gamma)
 
-        # 3. One policy-gradient step: loss = mean over generated tokens of -A * log pi(token)
-        #    (+ kl_coef * KL(pi || warm-up model)). Rows are sorted by length and processed
-        #    in chunks whose gradients add up (less padding); the update is that of the batch.
-        batch = rl.build_training_batch(episodes, advantages, pad_token_id=pad_id)
+        # 3. One policy-gradient step on loss = mean over generated tokens of -A * log pi(token)
+        #    + kl_coef * KL(pi || warm-up model). Rows are sorted by length and processed in
+        #    chunks whose gradients add up (less padding); the update is that of the batch.
+        batch = rl.build_training_batch(episodes, advantages, pad_token_id=policy.pad_token_id)
         n_tokens = max(batch.num_loss_tokens, 1)
         sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs"), 0.0)
         model.train()
@@ -510,7 +521,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 with torch.no_grad():
                     ref_logp = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
                 log_ratio = (ref_logp - logp) * mask
-                kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3" estimator, >= 0
+                kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3": >= 0, unbiased
                 loss = loss + args.kl_coef * kl
                 sums["kl"] += kl.item()
             loss.backward()
@@ -522,22 +533,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         optimizer.step()
         model.eval()
 
-        # 4. Metrics.
+        # 4. Metrics (the last iteration also runs the final held-out evaluation).
         row: dict[str, float] = {
             "iteration": it,
             "episodes": it * args.episodes_per_iter,
             "time_s": round(time.perf_counter() - t_start, 2),
             **{f"charts/{k}": v for k, v in stats.items()},
+            "charts/learning_rate": optimizer.param_groups[0]["lr"],
             "losses/loss": sums["loss"],
             "losses/kl_to_warmup": sums["kl"],
             "losses/entropy": sums["entropy"],
             "losses/logprob_mismatch": sums["mismatch"],
             "losses/grad_norm": float(grad_norm),
             "losses/adv_abs_mean": sums["adv_abs"],
-            "charts/learning_rate": optimizer.param_groups[0]["lr"],
         }
         if it == args.iterations or (args.eval_every and it % args.eval_every == 0):
-            ev = evaluate()  # greedy, held-out seeds; the last one is the final evaluation
+            ev = evaluate()
             row["eval/success_rate"], row["eval/turns_to_solve"] = ev["success_rate"], ev["turns_to_solve"]
         logger.log(it, row)
         history.append(row)
@@ -547,66 +558,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         bar.update(1)
     bar.close()
-
-    # ---- Final evaluation on held-out seeds (greedy) ----------------------------------
-    trained = ev  # the greedy held-out evaluation of the last iteration
     logger.close()
-    train_time = time.perf_counter() - t_start
-    print(f"\nheld-out evaluation on {len(eval_seeds)} seeds ({args.env_id}{env_kwargs or ''}), greedy decoding:")
+
+    # ---- Report: held-out evaluation, learning curve, summary ----------------------------
+    results["trained"] = ev
+    wall = time.perf_counter() - t_start
+    print(f"\nheld-out evaluation, {len(eval_seeds)} env seeds from {args.eval_seed_start}, greedy decoding:")
     print(f"  {'policy':<10} {'success':>8} {'mean turns':>11} {'turns to solve':>15}")
-    for name, m in (("trained", trained), ("untrained", before), ("random", baselines["random"]), ("oracle", baselines["oracle"])):
+    for name in ("trained", "untrained", "random", "oracle"):
+        m = results[name]
         print(f"  {name:<10} {m['success_rate']:>8.3f} {m['mean_turns']:>11.2f} {m['turns_to_solve']:>15.2f}")
-    print("greedy play on the first held-out seeds (answers, then solved or not):")
-    for ep in last_eval[:8]:
+    print("greedy play on the first held-out seeds:")
+    for ep in eval_episodes[:6]:
         answers = " → ".join(t.action.replace("\\boxed", "") for t in ep.turns)
-        print(f"  seed {ep.seed}: {answers}  {'solved' if ep.success else 'not solved'}")
-    print(f"wall time {train_time:.0f} s")
+        print(f"  seed {ep.seed}: {answers}  ({'solved' if ep.success else 'not solved'})")
+    print(f"wall time {wall:.0f} s")
+    policy.close()
+    plot_learning_curve(run_dir / "learning_curve.png", history, results, args)
     if args.save_model:
         model.save_pretrained(run_dir / "model")
         tokenizer.save_pretrained(run_dir / "model")
-
-    # ---- Learning curve ----------------------------------------------------------------
-    plot_learning_curve(run_dir / "learning_curve.png", history, trained, baselines, args)
     summary = {
         "run_name": run_name,
         "args": dataclasses.asdict(args),
-        "eval": {"trained": trained, "untrained": before, **baselines},
+        "eval": results,
         "final_train": history[-1],
-        "wall_time_s": train_time,
+        "wall_time_s": wall,
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
-    print(f"wrote {run_dir}/metrics.csv, scalars.jsonl, learning_curve.png, summary.json")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"wrote {run_dir}/: metrics.csv, scalars.jsonl, learning_curve.png, summary.json")
     return summary
-
-
-def plot_learning_curve(
-    path: Path, history: list[dict[str, float]], trained: dict[str, float], baselines: dict[str, dict[str, float]], args: Args
-) -> None:
-    """Training success rate and mean turns per iteration, with the baselines, as a PNG."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install 'gem-core[rl]'): no learning_curve.png")
-        return
-    its = [r["iteration"] for r in history]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ax1.plot(its, [r["charts/success_rate"] for r in history], label="training batch (sampled)")
-    ax1.axhline(baselines["random"]["success_rate"], color="gray", ls="--", label="random policy")
-    ax1.axhline(baselines["oracle"]["success_rate"], color="green", ls=":", label="oracle")
-    ax1.scatter([its[-1]], [trained["success_rate"]], color="red", zorder=3, label="trained, greedy (held-out)")
-    ax1.set(xlabel="iteration", ylabel="success rate", ylim=(-0.02, 1.02), title=f"{args.env_id}: {args.estimator}, γ={args.gamma:g}")
-    ax1.legend(loc="lower right", fontsize=8)
-    ax2.plot(its, [r["charts/mean_turns"] for r in history], label="mean turns")
-    ax2.plot(its, [r["charts/format_error_rate"] for r in history], label="format errors / turn")
-    ax2.axhline(baselines["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
-    ax2.set(xlabel="iteration", title="turns and format errors")
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 if __name__ == "__main__":
