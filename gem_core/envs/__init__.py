@@ -306,6 +306,118 @@ register(
 # (rg: end)
 
 # --- Terminal (gem_core.envs.terminal): terminal:* shell tasks in the sandbox. ---
+register(
+    "terminal:archive-extract-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "archive-extract", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Extract a tar.gz bundle and re-pack a filtered subset of it.",
+    offline=True,
+)
+register(
+    "terminal:count-lines-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "count-lines", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Count the lines of every .txt file under a directory tree.",
+    offline=True,
+)
+register(
+    "terminal:csv-aggregate-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "csv-aggregate", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Aggregate revenue per region from a CSV file.",
+    offline=True,
+)
+register(
+    "terminal:find-replace-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "find-replace", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Rename a function across a source tree (whole words only), leaving vendored code alone.",
+    offline=True,
+)
+register(
+    "terminal:fix-permissions-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "fix-permissions", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Set file modes: executable scripts, private secrets.",
+    offline=True,
+)
+register(
+    "terminal:fix-shell-script-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "fix-shell-script", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Fix a broken backup shell script (quoting, variables) and run it.",
+    offline=True,
+)
+register(
+    "terminal:json-edit-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "json-edit", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Edit a nested JSON config file with python3 and keep it valid.",
+    offline=True,
+)
+register(
+    "terminal:log-analysis-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "log-analysis", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Count HTTP status codes and the worst 404 path in an access log.",
+    offline=True,
+)
+register(
+    "terminal:make-dir-tree-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "make-dir-tree", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Create a project skeleton: directories and files with given content.",
+    offline=True,
+)
+register(
+    "terminal:python-bugfix-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "python-bugfix", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Fix a bug in a small Python script (median of an even-sized list).",
+    offline=True,
+)
+register(
+    "terminal:rename-files-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "rename-files", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Rename files by pattern (zero-padded numbers, lower-case extension).",
+    offline=True,
+)
+register(
+    "terminal:sort-dedup-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "sort-dedup", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Normalise, deduplicate and sort a list of e-mail addresses.",
+    offline=True,
+)
+register(
+    "terminal:word-frequency-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": "word-frequency", "max_turns": 20},
+    max_turns=20,
+    description="Shell task in the sandbox: Top-5 word frequencies of a text file (case-insensitive, ties alphabetical).",
+    offline=True,
+)
+register(
+    "terminal:Mixed-v0",
+    "gem_core.envs.terminal:TerminalEnv",
+    kwargs={"task": None, "max_turns": 20},
+    max_turns=20,
+    description="Shell tasks in the sandbox: one of the terminal:* tasks per reset (seeded).",
+    offline=True,
+)
 # (terminal: end)
 
 # --- MCP tasks (gem_core.envs.mcp_tasks): mcp:* tasks over the shipped SQLite MCP server. ---

@@ -1,0 +1,343 @@
+"""`TerminalEnv`: shell tasks solved with bash commands in a sandboxed workspace."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from gem_core.core import Env
+from gem_core.envs.terminal.task import TerminalTask, load_task, task_names
+from gem_core.errors import InvalidArgument, ResetNeeded, SandboxError, SandboxUnavailable
+
+__all__ = ["TerminalEnv", "parse_action", "FORMAT_HINT", "RANDOM_ACTIONS"]
+
+FORMAT_HINT = (
+    "Reply with exactly one action: <bash>a shell command</bash> to run a command, or "
+    "<finish></finish> when the task is done."
+)
+
+RANDOM_ACTIONS: tuple[str, ...] = (
+    "<bash>ls</bash>",
+    "<bash>pwd</bash>",
+    "<bash>find . | sort | head -n 20</bash>",
+    "<bash>echo probe > probe.txt && cat probe.txt</bash>",
+    "<bash>exit 3</bash>",
+    "<finish></finish>",
+)
+"""What `TerminalEnv.sample_random_action` draws from: cheap, harmless and deterministic."""
+
+_MAX_COMMAND_CHARS = 16 * 1024  # a longer <bash> block is a format error (write files in steps)
+
+
+def parse_action(action: Any) -> tuple[str, str] | tuple[None, str]:
+    """Read one action: ``("bash", command)``, ``("finish", "")`` or ``(None, why)``.
+
+    The earliest complete ``<bash>...</bash>`` block or ``<finish>`` tag (``<finish/>``,
+    ``<finish>summary</finish>`` too) in the text is the action; text around it is
+    ignored (the agent may think aloud first). The command is the block's content with
+    surrounding blank lines removed.
+    """
+    if not isinstance(action, str):
+        return None, f"the action must be text, got {type(action).__name__}"
+    bash = action.find("<bash>")
+    finish = -1
+    start = 0
+    while True:  # "<finish" followed by ">", "/>" or whitespace
+        finish = action.find("<finish", start)
+        if finish < 0:
+            break
+        after = action[finish + 7 : finish + 9]
+        if after[:1] == ">" or after == "/>" or after[:1].isspace():
+            break
+        start = finish + 7
+    if bash < 0 and finish < 0:
+        return None, "no <bash>...</bash> or <finish></finish> found"
+    if finish >= 0 and (bash < 0 or finish < bash):
+        return "finish", ""
+    end = action.find("</bash>", bash + 6)
+    if end < 0:
+        return None, "the <bash> tag is not closed with </bash>"
+    command = action[bash + 6 : end].strip("\n").rstrip()
+    if not command.strip():
+        return None, "the <bash></bash> block is empty"
+    if "\x00" in command:
+        return None, "the command contains a NUL character"
+    if len(command) > _MAX_COMMAND_CHARS:
+        return None, (
+            f"the command is {len(command)} characters long; at most {_MAX_COMMAND_CHARS} are "
+            "allowed (write long files in several steps)")
+    return "bash", command
+
+
+class TerminalEnv(Env[str, str]):
+    """A shell task in a sandboxed workspace, graded by the task's own test script.
+
+    Each episode gets a fresh, empty workspace directory in which the task's
+    ``setup.sh`` runs first. The agent then runs commands one at a time; every command
+    is a separate ``bash -c`` in the sandbox (`gem_core.sandbox.Shell`), started in the
+    workspace: **``cd``, environment variables and background processes do not carry
+    over** between commands, only files do (chain commands with ``&&``). Under
+    bubblewrap the workspace is ``/workspace`` and the rest of the file system is
+    read-only, ``/tmp`` is private, there is no network, and each command has a wall
+    timeout and limits on processes, file size and memory. Without bubblewrap the
+    isolation is reduced (a `ReducedIsolationWarning`).
+
+    Observation:
+        At reset: the instruction, the rules of the shell and the action format.
+        After ``<bash>``: the command's output (stdout and stderr interleaved, at most
+        ``max_output_bytes``; longer output keeps its head and tail and says how many
+        bytes were cut) and a status line ``[exit code: N]``, or a note that the command
+        timed out and was killed. After a format error: what was wrong and the format.
+        At the end: whether the task's tests passed.
+    Action:
+        ``<bash>command</bash>`` runs one command; ``<finish></finish>`` (or ``<finish>``,
+        ``<finish/>``, ``<finish>summary</finish>``) ends the episode. The earliest
+        action tag in the text counts; text around it is ignored.
+    Rewards:
+        On the final step, 1.0 when the task's ``test.sh`` exits with 0 (success),
+        else 0.0. A format error (no action tag, an empty or unclosed ``<bash>``, a
+        command over 16 KiB, a NUL, a non-text action) pays ``format_penalty``
+        (default -0.1) and the episode goes on. Commands that fail cost nothing.
+    Episode end:
+        ``terminated`` after ``<finish>``; ``truncated`` when ``max_turns`` turns are
+        used up. Either way the tests run then, in the workspace mounted read-only (a
+        copy without bubblewrap), with ``test.sh`` taken from the task's directory, not
+        from the workspace; the final reward and ``info["success"]`` come from them.
+    Info:
+        ``success`` (every step; True only when the tests passed at the end), ``turn``,
+        ``task``, ``format_error``, ``invalid_action``, ``parsed_action`` (the command,
+        or ``"finish"``), ``exit_code``, ``timed_out`` and ``output_truncated`` (after a
+        command), and on the final step ``tests_passed`` and ``test_output``.
+
+    Arguments:
+        task: a shipped task name (`task_names`), a task directory path, a list of
+            them, or ``None`` for every shipped task. With several tasks each reset
+            picks one with ``self.rng`` (so a seed fixes the task) unless
+            ``options={"task": name}`` names it.
+        max_turns: the turn budget.
+        timeout_s: wall-clock seconds per command.
+        test_timeout_s: wall-clock seconds for ``setup.sh`` and for ``test.sh``.
+        max_output_bytes: output bytes shown per command (head and tail halves).
+        format_penalty: reward of a turn with a malformed action.
+        isolation: ``"auto"`` or a level `gem_core.sandbox.Shell` must use.
+        cache_setup: run a task's ``setup.sh`` once per env and start later episodes
+            of that task from a copy of its result (a task's setup must therefore be
+            deterministic, as the shipped ones are); ``False`` runs it at every reset.
+        memory_mb, max_processes, file_size_mb: per-command limits (see ``Shell``).
+
+    Version history: v0 — 13 shipped tasks; ``terminal:Mixed-v0`` samples one per reset.
+    """
+
+    metadata = {"category": "terminal"}
+
+    def __init__(
+        self,
+        task: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        max_turns: int = 20,
+        timeout_s: float = 10.0,
+        test_timeout_s: float = 30.0,
+        max_output_bytes: int = 8 * 1024,
+        format_penalty: float = -0.1,
+        isolation: Literal["auto", "bwrap", "netns", "rlimits"] = "auto",
+        cache_setup: bool = True,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        file_size_mb: int = 16,
+    ):
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise InvalidArgument(f"TerminalEnv(max_turns=...) must be a positive int, got {max_turns!r}")
+        for name, value in (("timeout_s", timeout_s), ("test_timeout_s", test_timeout_s),
+                            ("max_output_bytes", max_output_bytes)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise InvalidArgument(f"TerminalEnv({name}=...) must be positive, got {value!r}")
+        if task is None:
+            specs: list[str | os.PathLike[str]] = list(task_names())
+        elif isinstance(task, (str, os.PathLike)):
+            specs = [task]
+        else:
+            specs = list(task)
+            if not specs:
+                raise InvalidArgument("TerminalEnv(task=[]) needs at least one task name or directory")
+        tasks = [load_task(t) for t in specs]
+        usable = [t for t in tasks if not t.missing_tools()]
+        if len(usable) < len(tasks):
+            missing = {t.name: t.missing_tools() for t in tasks if t.missing_tools()}
+            detail = "; ".join(f"{name} needs {', '.join(tools)}" for name, tools in missing.items())
+            if not usable or task is not None and len(tasks) == 1:
+                raise SandboxUnavailable(
+                    f"terminal task(s) cannot run here: {detail} on the sandbox PATH "
+                    "(/usr/local/bin:/usr/bin:/bin). Install the program(s) or pick other tasks.")
+            warnings.warn(f"TerminalEnv: skipping tasks whose programs are missing: {detail}",
+                          RuntimeWarning, stacklevel=2)
+        self.tasks: dict[str, TerminalTask] = {t.name: t for t in usable}
+        self._names = sorted(self.tasks)
+        self.max_turns = max_turns
+        self.timeout_s = float(timeout_s)
+        self.test_timeout_s = float(test_timeout_s)
+        self.format_penalty = float(format_penalty)
+        self.cache_setup = bool(cache_setup)
+        self._shell_options = {
+            "isolation": isolation,
+            "timeout_s": float(timeout_s),
+            "max_output_bytes": int(max_output_bytes),
+            "memory_mb": int(memory_mb),
+            "max_processes": int(max_processes),
+            "file_size_mb": int(file_size_mb),
+        }
+        self._shell: Any = None  # gem_core.sandbox.shell.Shell, built at the first reset
+        self.task: TerminalTask | None = None
+        self.turn = 0
+        self.done = True
+        self.last_exit_code: int | None = None
+
+    # -- helpers ----------------------------------------------------------------------
+
+    @property
+    def shell(self) -> Any:
+        """The `gem_core.sandbox.Shell` of this env (built on first use)."""
+        if self._shell is None or self._shell.closed:
+            from gem_core.sandbox.shell import Shell
+
+            self._shell = Shell(**self._shell_options)
+        return self._shell
+
+    def _rules(self) -> str:
+        shell = self._shell
+        sandboxed = shell is not None and shell.isolation == "bwrap"
+        where = shell.cwd if sandboxed else "the working directory"
+        fenced = ("There is no network and the rest of the file system is read-only. "
+                  if sandboxed else "")
+        return (
+            f"You are in a Linux shell; your working directory is {where}, which holds the "
+            "task's files. Each command runs as a separate `bash -c` started in that "
+            "directory: `cd`, variables and background jobs do not carry over between "
+            f"commands, only files do (chain steps with &&). {fenced}A command is killed "
+            f"after {self.timeout_s:g} s. You have {self.max_turns} turns. {FORMAT_HINT} "
+            "When you finish (or the turns run out), the task's tests check the files."
+        )
+
+    def _run_tests(self) -> tuple[bool, str]:
+        assert self.task is not None
+        result = self.shell.run('bash "$GEM_TASK_DIR/test.sh"', timeout=self.test_timeout_s,
+                                read_only=True, files={"test.sh": self.task.test})
+        output = result.output
+        if result.timed_out:
+            output += f"\n[the tests timed out after {self.test_timeout_s:g} s]"
+        return result.ok, output
+
+    # -- the Env API --------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        wanted = (options or {}).get("task")
+        if wanted is not None:
+            if wanted not in self.tasks:
+                raise InvalidArgument(
+                    f"reset(options={{'task': {wanted!r}}}): this env's tasks are {', '.join(self._names)}")
+            name = wanted
+        elif len(self._names) == 1:
+            name = self._names[0]
+        else:
+            name = self.rng.choice(self._names)
+        self.task = self.tasks[name]
+        shell = self.shell
+        if self.cache_setup and name in shell.snapshots:
+            shell.reset_workspace(snapshot=name)
+        else:
+            shell.reset_workspace()
+            result = shell.run('bash "$GEM_TASK_DIR/setup.sh"', timeout=self.test_timeout_s,
+                               files={"setup.sh": self.task.setup})
+            if not result.ok:
+                why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+                raise SandboxError(
+                    f"terminal task {name!r}: setup.sh {why} (isolation={shell.isolation}); its "
+                    f"output: {result.output[-1000:]!r}. The task's setup script or the sandbox "
+                    "is broken.")
+            if self.cache_setup:
+                shell.save_snapshot(name)
+        self.turn = 0
+        self.done = False
+        self.last_exit_code = None
+        obs = f"{self.task.instruction}\n\n{self._rules()}"
+        return obs, {"task": name, "turn": 0, "success": False, "isolation": shell.isolation}
+
+    def step(self, action: str):
+        if self.task is None or self.done:
+            raise ResetNeeded("TerminalEnv.step() needs a live episode: call reset() first")
+        self.turn += 1
+        kind, payload = parse_action(action)
+        info: dict[str, Any] = {"task": self.task.name, "turn": self.turn, "success": False,
+                                "format_error": kind is None, "invalid_action": kind is None}
+        reward = 0.0
+        terminated = False
+        if kind is None:
+            reward = self.format_penalty
+            obs = f"Format error: {payload}. {FORMAT_HINT}"
+        elif kind == "finish":
+            info["parsed_action"] = "finish"
+            terminated = True
+            obs = ""
+        else:
+            info["parsed_action"] = payload
+            result = self.shell.run(payload, timeout=self.timeout_s)
+            self.last_exit_code = result.exit_code
+            info.update(exit_code=result.exit_code, timed_out=result.timed_out,
+                        output_truncated=result.truncated)
+            obs = self._render(result)
+        truncated = not terminated and self.turn >= self.max_turns
+        if terminated or truncated:
+            self.done = True
+            passed, test_output = self._run_tests()
+            reward += 1.0 if passed else 0.0
+            info.update(success=passed, tests_passed=passed, test_output=test_output)
+            verdict = "The task's tests passed." if passed else "The task's tests failed."
+            if terminated:
+                obs = f"Finished. {verdict}"
+            else:
+                obs = f"{obs}\n\nYou have used all {self.max_turns} turns. {verdict}"
+        return obs, float(reward), terminated, truncated, info
+
+    def _render(self, result: Any) -> str:
+        output = result.output if result.output else "(no output)\n"
+        if not output.endswith("\n"):
+            output += "\n"
+        notes = []
+        if result.truncated:
+            notes.append(f"[output cut: {result.total_bytes} bytes written, the first and last "
+                         f"{self._shell_options['max_output_bytes'] // 2} shown]")
+        if result.timed_out:
+            notes.append(f"[the command timed out after {self.timeout_s:g} s and was killed]")
+        else:
+            notes.append(f"[exit code: {result.exit_code}]")
+        return output + "\n".join(notes)
+
+    def sample_random_action(self) -> str:
+        """``<finish></finish>`` half of the time, else a cheap, harmless command.
+
+        Drawn from `RANDOM_ACTIONS` with ``self.rng``; the early finishes keep random
+        episodes (and `gem_core.check_env`) short, since every command and every grading
+        starts a sandbox.
+        """
+        if self.rng.random() < 0.5:
+            return RANDOM_ACTIONS[-1]
+        return self.rng.choice(RANDOM_ACTIONS[:-1])
+
+    def state_summary(self) -> str | None:
+        if self.task is None:
+            return None
+        last = "none yet" if self.last_exit_code is None else f"exit code {self.last_exit_code}"
+        return f"Task {self.task.name}, turn {self.turn}/{self.max_turns}, last command: {last}."
+
+    def close(self) -> None:
+        """Remove the workspace. Safe to call twice."""
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            shell.close()
+        self.done = True
+
+    def __str__(self) -> str:
+        name = self._names[0] if len(self._names) == 1 else "Mixed"
+        return f"<TerminalEnv {name}>"

@@ -1,0 +1,1 @@
+awk '$9 >= 500 && $9 < 600' logs/access.log | wc -l > errors.txt && awk '$9 == 404 { n[$7]++ } END { for (p in n) print n[p], p }' logs/access.log | sort -k1,1nr -k2 | head -n 1 | awk '{ print $2, $1 }' > top404.txt

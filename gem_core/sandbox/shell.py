@@ -1,0 +1,624 @@
+"""`Shell`: bash commands in a per-episode workspace, isolated by bubblewrap (or rlimits).
+
+Each `Shell.run` is one fresh ``bash -c`` inside its own sandbox; the only state that
+survives between commands is the workspace directory (files). See `Shell` for the
+isolation levels and limits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gem_core.errors import InvalidArgument, SandboxClosed, SandboxUnavailable
+from gem_core.sandbox.pool import (
+    _ETC_FILES,
+    _SYSTEM_DIRS,
+    Isolation,
+    ReducedIsolationWarning,
+    _count_user_processes,
+    _probe,
+    detect_isolation,
+)
+
+__all__ = ["Shell", "ShellResult", "MAX_COMMAND_BYTES", "WORKSPACE", "TASK_DIR"]
+
+WORKSPACE = "/workspace"
+"""Where the workspace appears inside the bubblewrap sandbox (the cwd of every command)."""
+
+TASK_DIR = "/task"
+"""Where the read-only ``files`` of a `Shell.run` appear under bubblewrap (``$GEM_TASK_DIR``)."""
+
+MAX_COMMAND_BYTES = 64 * 1024
+"""Longest command `Shell.run` accepts (Linux caps one argv string at 128 KiB)."""
+
+_DRAIN_S = 0.2  # without a pid namespace: how long leftovers holding the pipe may delay a result
+_UID_BASE = 2_000_000_000  # dropped uids: 2e9 + (pid % 100000) * 1000 + n (far from real users)
+_UID_COUNTER = itertools.count()
+_UID_LOCK = threading.Lock()
+_WARNED = False
+
+# Bash refuses to raise a hard limit, so the agent's command cannot undo these. Units: KiB
+# for -f and -v (bash's defaults outside POSIX mode).
+_LIMITS_SCRIPT = (
+    'ulimit -S -H -c 0 -f "$GEM_FSIZE_KB" -v "$GEM_MEM_KB" -u "$GEM_NPROC" -n "$GEM_NOFILE" '
+    '-t "$GEM_CPU_S" || { echo "gem shell: could not set resource limits" >&2; exit 126; }; '
+    "unset GEM_FSIZE_KB GEM_MEM_KB GEM_NPROC GEM_NOFILE GEM_CPU_S; "
+    'exec /bin/bash --noprofile --norc -c "$1"'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShellResult:
+    """The outcome of one command.
+
+    Attributes:
+        output: stdout and stderr interleaved as written (one pipe), decoded as UTF-8
+            with replacement; beyond ``max_output_bytes`` the head and tail are kept,
+            joined by a ``[... N bytes omitted ...]`` line.
+        exit_code: the command's exit status (bash reports ``128 + n`` for a child killed
+            by signal n), or minus the signal number when the whole sandbox was killed
+            (``-9`` after a timeout).
+        timed_out: the wall-clock timeout hit and every process of the command was killed.
+        truncated: the output was longer than ``max_output_bytes``.
+        total_bytes: how many output bytes the command wrote in all.
+        duration_s: wall-clock seconds, sandbox start-up included.
+    """
+
+    output: str
+    exit_code: int
+    timed_out: bool = False
+    truncated: bool = False
+    total_bytes: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Exit code 0 and no timeout."""
+        return self.exit_code == 0 and not self.timed_out
+
+
+class _HeadTail:
+    """Keeps the first and last half of ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        if not self.truncated:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+        cut = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        return f"{head}\n[... {cut} bytes omitted ...]\n{tail}"
+
+
+def _remove_tree(path: str) -> None:
+    """``rm -rf`` that also gets through directories a command made unwritable."""
+
+    def retry(func, target, _exc):  # noqa: ANN001 - shutil's callback signature
+        try:
+            parent = os.path.dirname(target)
+            os.chmod(parent, stat.S_IRWXU)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, stat.S_IRWXU)
+            func(target)
+        except OSError:
+            pass
+
+    if os.path.lexists(path):
+        try:
+            shutil.rmtree(path, onerror=retry)
+        except OSError:
+            pass
+
+
+def _chown_tree(path: str, uid: int) -> None:
+    """Give ``path`` and everything under it (links themselves, not their targets) to ``uid``."""
+    os.lchown(path, uid, uid)
+    for directory, dirs, files in os.walk(path):
+        for name in dirs + files:
+            try:
+                os.lchown(os.path.join(directory, name), uid, uid)
+            except OSError:
+                pass
+
+
+def _warn_reduced(isolation: Isolation, reasons: dict[str, str]) -> None:
+    global _WARNED
+    if _WARNED:
+        return
+    _WARNED = True
+    detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+    extra = (
+        "private network and pid namespaces, but the host's file system"
+        if isolation == "netns"
+        else "no network or pid namespace and the host's file system"
+    )
+    warnings.warn(
+        f"gem_core.sandbox.Shell: bubblewrap is unavailable ({detail}), so shell commands run "
+        f"with reduced isolation ({isolation}: rlimits, {extra}; the workspace is a host "
+        "directory and read-only runs get a copy of it). Install bubblewrap for full isolation "
+        "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap).",
+        ReducedIsolationWarning,
+        stacklevel=3,
+    )
+
+
+class Shell:
+    """Runs bash commands, one sandbox per command, in one persistent workspace.
+
+    The workspace is a fresh host temp directory (`reset_workspace`) that every command
+    sees as its working directory; files are the only state that carries over. Each
+    `run` is a separate ``bash -c`` (``cd``, variables and background jobs do not
+    persist: every process a command started is killed when it ends).
+
+    Isolation levels (`isolation` says which is in force):
+
+    * ``"bwrap"``: bubblewrap with no network, new pid/ipc/uts namespaces, ``--clearenv``;
+      read-only ``/usr`` (and the ``/bin``, ``/lib`` links), a minimal ``/etc``, a private
+      ``/tmp`` tmpfs, and the workspace bound at ``/workspace`` (writable, or read-only
+      with ``read_only=True``). When the host runs as root, each command drops to a uid
+      of this shell (via ``setpriv``, no capabilities, ``no_new_privs``), so
+      ``max_processes`` binds and the workspace is owned by that uid.
+    * ``"netns"`` / ``"rlimits"``: no bubblewrap (a single `ReducedIsolationWarning`):
+      commands run on the host's file system with the workspace's real path as cwd and
+      ``$TMPDIR`` in a private directory; ``"netns"`` adds private network and pid
+      namespaces. A ``read_only`` run gets a throwaway copy of the workspace instead.
+
+    Every command gets rlimits (file size, address space, processes, open files, CPU
+    time) set by a bash prologue it cannot raise, a wall-clock timeout after which its
+    whole process tree is killed, and a head+tail cap on its output.
+
+    Args:
+        isolation: ``"auto"`` (the strongest available) or a level to require
+            (`SandboxUnavailable` when it does not work here).
+        timeout_s: default wall-clock seconds of `run`.
+        memory_mb: address space per process in MiB (RLIMIT_AS).
+        max_processes: processes per command (RLIMIT_NPROC; exact under a dropped uid,
+            otherwise added to the user's current process count).
+        file_size_mb: largest file a command may write (RLIMIT_FSIZE).
+        max_open_files: RLIMIT_NOFILE.
+        max_output_bytes: output bytes kept per command (half head, half tail).
+
+    Not thread-safe: one command at a time (one `Shell` per episode runner). `close`
+    removes the workspace; it is idempotent and also runs when the object is collected.
+    """
+
+    def __init__(
+        self,
+        *,
+        isolation: Literal["auto"] | Isolation = "auto",
+        timeout_s: float = 10.0,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        file_size_mb: int = 16,
+        max_open_files: int = 256,
+        max_output_bytes: int = 16 * 1024,
+    ):
+        for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb),
+                            ("max_processes", max_processes), ("file_size_mb", file_size_mb),
+                            ("max_open_files", max_open_files),
+                            ("max_output_bytes", max_output_bytes)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise InvalidArgument(f"Shell({name}=...) must be a positive number, got {value!r}")
+        if shutil.which("bash") is None:
+            raise SandboxUnavailable("gem_core.sandbox.Shell needs bash on PATH; install bash")
+        if isolation == "auto":
+            level, reasons = detect_isolation()
+            if level != "bwrap":
+                _warn_reduced(level, reasons)
+        elif isolation in ("bwrap", "netns", "rlimits"):
+            level = isolation
+            why = _probe(level) if level != "rlimits" else None
+            if why is not None:
+                raise SandboxUnavailable(
+                    f"Shell(isolation={level!r}) does not work here: {why}. Use "
+                    "isolation='auto' to fall back to the strongest level that does.")
+        else:
+            raise InvalidArgument(
+                f"Shell(isolation=...) expects 'auto', 'bwrap', 'netns' or 'rlimits', got {isolation!r}")
+        self.isolation: Isolation = level
+        self.timeout_s = float(timeout_s)
+        self.max_output_bytes = int(max_output_bytes)
+        self._limits = {
+            "GEM_FSIZE_KB": str(int(file_size_mb) * 1024),
+            "GEM_MEM_KB": str(int(memory_mb) * 1024),
+            "GEM_NOFILE": str(int(max_open_files)),
+        }
+        self._max_processes = int(max_processes)
+        root = os.geteuid() == 0
+        self._setpriv = shutil.which("setpriv") if root else None
+        self._uid: int | None = None
+        if self._setpriv is not None:
+            with _UID_LOCK:
+                n = next(_UID_COUNTER) % 1000
+            self._uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + n
+        self._root_dir: str | None = None
+        self._workspace: str | None = None
+        self._snapshots: dict[str, str] = {}
+        self._closed = False
+        self._runs = 0
+        self._finalizer: weakref.finalize | None = None
+
+    # -- workspace ------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> str | None:
+        """The workspace's host path (``None`` before the first `reset_workspace`)."""
+        return self._workspace
+
+    @property
+    def cwd(self) -> str:
+        """The workspace as commands see it (``/workspace`` under bubblewrap)."""
+        if self.isolation == "bwrap":
+            return WORKSPACE
+        return self._workspace or ""
+
+    def reset_workspace(self, snapshot: str | None = None) -> str:
+        """Remove the current workspace (if any) and create a new one; returns its host path.
+
+        Args:
+            snapshot: start from a copy of the snapshot saved under this key
+                (`save_snapshot`) instead of an empty directory.
+
+        Raises:
+            InvalidArgument: no snapshot has that key.
+        """
+        self._check_open()
+        if snapshot is not None and snapshot not in self._snapshots:
+            raise InvalidArgument(
+                f"Shell.reset_workspace(snapshot={snapshot!r}): no such snapshot; saved: "
+                f"{sorted(self._snapshots) or 'none'} (save one with save_snapshot)")
+        root = self._ensure_root()
+        if self._workspace is not None:
+            _remove_tree(self._workspace)
+        _remove_tree(os.path.join(root, "tmp"))  # the private $TMPDIR without bubblewrap
+        self._runs += 1
+        self._workspace = os.path.join(root, f"ws-{self._runs}")
+        if snapshot is None:
+            os.mkdir(self._workspace, 0o755)
+        else:
+            self._copy_tree(self._snapshots[snapshot], self._workspace)
+        if self._uid is not None:
+            _chown_tree(self._workspace, self._uid)
+        return self._workspace
+
+    def save_snapshot(self, key: str) -> None:
+        """Keep a copy of the workspace as it is now, to start later workspaces from.
+
+        Copying is far cheaper than re-running a setup script in a new sandbox. Only
+        snapshot trusted states (e.g. right after a setup script, before any agent
+        command): the copy is made by the host process.
+        """
+        self._check_open()
+        if self._workspace is None:
+            raise InvalidArgument("Shell.save_snapshot needs a workspace: call reset_workspace() first")
+        root = self._ensure_root()
+        self._runs += 1
+        target = os.path.join(root, f"snap-{self._runs}")
+        self._copy_tree(self._workspace, target)
+        old = self._snapshots.pop(key, None)
+        if old is not None:
+            _remove_tree(old)
+        self._snapshots[key] = target
+
+    @property
+    def snapshots(self) -> tuple[str, ...]:
+        """The keys of the saved snapshots."""
+        return tuple(self._snapshots)
+
+    def _ensure_root(self) -> str:
+        if self._root_dir is None:
+            self._root_dir = tempfile.mkdtemp(prefix="gem-shell-")
+            os.chmod(self._root_dir, 0o711)  # a dropped uid must traverse it (no bwrap)
+            self._finalizer = weakref.finalize(self, _remove_tree, self._root_dir)
+        return self._root_dir
+
+    @staticmethod
+    def _copy_tree(source: str, target: str) -> None:
+        # Symlinks stay links (never followed); modes are kept; only regular files,
+        # directories and links are copied (a FIFO or socket is skipped).
+        def ignore(directory: str, names: list[str]) -> list[str]:
+            skipped = []
+            for name in names:
+                mode = os.lstat(os.path.join(directory, name)).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                    skipped.append(name)
+            return skipped
+
+        shutil.copytree(source, target, symlinks=True, ignore=ignore)
+
+    def remove_workspace(self) -> None:
+        """Delete the workspace now (the next `run` needs a `reset_workspace` first)."""
+        if self._workspace is not None:
+            _remove_tree(self._workspace)
+            self._workspace = None
+
+    def close(self) -> None:
+        """Remove the workspace and every file of this shell. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        self._workspace = None
+        self._snapshots.clear()
+        if self._finalizer is not None:
+            self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Shell:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"Shell(isolation={self.isolation!r}, {state})"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosed("this Shell is closed; create a new one to run more commands")
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        read_only: bool = False,
+        files: Mapping[str, str | bytes] | None = None,
+    ) -> ShellResult:
+        """Run ``command`` with ``bash -c`` in the workspace and wait for it.
+
+        Args:
+            command: bash source (at most `MAX_COMMAND_BYTES` bytes as UTF-8; NUL bytes
+                are not allowed; text that is not valid Unicode is replaced).
+            timeout: wall-clock seconds (default ``timeout_s``); when it passes, every
+                process of the command is killed and ``timed_out`` is set.
+            read_only: mount the workspace read-only (without bubblewrap: run in a
+                throwaway copy of it), e.g. to grade it without letting the grader's
+                inputs be changed.
+            files: ``{name: content}`` written to a fresh read-only directory outside the
+                workspace for this run only; its path is in ``$GEM_TASK_DIR``
+                (``/task`` under bubblewrap). Names are plain file names.
+
+        Returns:
+            The `ShellResult`; the command's failures (exit codes, timeouts, limits) are
+            reported in it.
+
+        Raises:
+            SandboxClosed: the shell was closed.
+            InvalidArgument: misuse (no workspace yet, a command that is too long or holds
+                NUL, a bad file name, a non-positive timeout).
+        """
+        self._check_open()
+        if self._workspace is None:
+            raise InvalidArgument("Shell.run needs a workspace: call reset_workspace() first")
+        if not isinstance(command, str):
+            raise InvalidArgument(f"Shell.run(command) expects a str of bash source, got {type(command).__name__}")
+        data = command.encode("utf-8", "replace")
+        if b"\x00" in data:
+            raise InvalidArgument("Shell.run(command) got a NUL byte; bash cannot receive one in a command")
+        if len(data) > MAX_COMMAND_BYTES:
+            raise InvalidArgument(
+                f"Shell.run(command) got {len(data)} bytes; at most {MAX_COMMAND_BYTES} are allowed "
+                "(write long scripts to a file in steps)")
+        timeout = self.timeout_s if timeout is None else float(timeout)
+        if not timeout > 0:
+            raise InvalidArgument(f"Shell.run(timeout=...) must be positive, got {timeout!r}")
+        extra: list[str] = []
+        try:
+            task_dir = self._write_files(files, extra) if files else None
+            workspace = self._workspace
+            if read_only and self.isolation != "bwrap":
+                workspace = os.path.join(self._ensure_root(), f"copy-{time.monotonic_ns()}")
+                extra.append(workspace)
+                self._copy_tree(self._workspace, workspace)
+                if self._uid is not None:  # the command must read what the agent's uid could
+                    _chown_tree(workspace, self._uid)
+            argv, env, cwd = self._command(data, workspace, read_only, task_dir, timeout)
+            return self._execute(argv, env, cwd, timeout)
+        finally:
+            for path in extra:
+                _remove_tree(path)
+
+    def _write_files(self, files: Mapping[str, str | bytes], made: list[str]) -> str:
+        assert self._root_dir is not None
+        directory = os.path.join(self._root_dir, f"files-{time.monotonic_ns()}")
+        os.mkdir(directory, 0o755)
+        made.append(directory)
+        for name, content in files.items():
+            if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+                raise InvalidArgument(f"Shell.run(files=...) names must be plain file names, got {name!r}")
+            raw = content.encode() if isinstance(content, str) else bytes(content)
+            path = os.path.join(directory, name)
+            with open(path, "wb") as f:
+                f.write(raw)
+            os.chmod(path, 0o444)
+        os.chmod(directory, 0o555)
+        return directory
+
+    def _env(self, home: str, task_dir: str | None, timeout: float) -> dict[str, str]:
+        if self._uid is not None:
+            nproc = self._max_processes
+        else:
+            nproc = _count_user_processes(os.getuid()) + self._max_processes
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": home,
+            "TMPDIR": home,
+            "TERM": "dumb",
+            "USER": "sandbox",
+            "LOGNAME": "sandbox",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "GEM_NPROC": str(nproc),
+            "GEM_CPU_S": str(int(timeout) + 2),
+            **self._limits,
+        }
+        if task_dir is not None:
+            env["GEM_TASK_DIR"] = TASK_DIR if self.isolation == "bwrap" else task_dir
+        return env
+
+    def _dropper(self) -> list[str]:
+        if self._setpriv is None or self._uid is None:
+            return []
+        uid = str(self._uid)
+        return [self._setpriv, "--reuid", uid, "--regid", uid, "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+    def _command(
+        self, data: bytes, workspace: str, read_only: bool, task_dir: str | None, timeout: float
+    ) -> tuple[list[str | bytes], dict[str, str], str]:
+        bash: list[str | bytes] = ["/bin/bash", "--noprofile", "--norc", "-c", _LIMITS_SCRIPT,
+                                   "gem-shell", data]
+        if self.isolation == "bwrap":
+            env = self._env("/tmp", task_dir, timeout)
+            cmd: list[str | bytes] = [
+                shutil.which("bwrap") or "bwrap", "--unshare-net", "--unshare-pid",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+                "--new-session", "--hostname", "sandbox", "--clearenv"]
+            for key, value in env.items():
+                cmd += ["--setenv", key, value]
+            for path in _SYSTEM_DIRS:
+                if os.path.islink(path):
+                    cmd += ["--symlink", os.readlink(path), path]
+                elif os.path.isdir(path):
+                    cmd += ["--ro-bind", path, path]
+            cmd += ["--perms", "0755", "--dir", "/etc"]
+            for path in _ETC_FILES:
+                cmd += ["--ro-bind-try", path, path]
+            cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
+                    "--ro-bind" if read_only else "--bind", workspace, WORKSPACE]
+            if task_dir is not None:
+                cmd += ["--ro-bind", task_dir, TASK_DIR]
+            if os.geteuid() == 0:
+                cmd += ["--cap-drop", "ALL"]
+                if self._uid is not None:  # what setpriv needs to drop to the uid, nothing more
+                    cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                            "--cap-add", "CAP_SETPCAP"]
+            cmd += ["--chdir", WORKSPACE]
+            return cmd + self._dropper() + bash, {"PATH": "/usr/bin:/bin"}, "/"
+        assert self._root_dir is not None
+        home = os.path.join(self._root_dir, "tmp")
+        if not os.path.isdir(home):
+            os.mkdir(home, 0o700)
+            if self._uid is not None:
+                os.chown(home, self._uid, self._uid)
+        prefix: list[str | bytes] = []
+        if self.isolation == "netns":
+            unshare = shutil.which("unshare") or "unshare"
+            user = [] if os.geteuid() == 0 else ["--map-root-user"]
+            prefix = [unshare, *user, "--net", "--pid", "--fork", "--kill-child"]
+        return prefix + self._dropper() + bash, self._env(home, task_dir, timeout), workspace
+
+    def _kill_uid(self) -> None:
+        """Kill every process of this shell's uid (what escaped the process group).
+
+        Without bubblewrap there may be no pid namespace to end with the command, but a
+        dropped uid belongs to this shell alone, so ``kill -KILL -1`` under it finds the
+        leftovers (``setsid`` daemons included).
+        """
+        try:
+            subprocess.run([*self._dropper(), "/bin/kill", "-KILL", "--", "-1"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=5, check=False)
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+    def _execute(self, argv: list[str | bytes], env: dict[str, str], cwd: str, timeout: float) -> ShellResult:
+        start = time.monotonic()
+        deadline = start + timeout
+        capture = _HeadTail(self.max_output_bytes)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                start_new_session=True, close_fds=True)
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        timed_out = False
+        drain_until: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline and proc.poll() is None:
+                    timed_out = True
+                    break
+                if drain_until is not None and now >= drain_until:
+                    break
+                until = deadline if drain_until is None else min(deadline, drain_until)
+                wait = max(0.0, min(until - now, 0.05))
+                ready, _, _ = select.select([fd], [], [], wait)
+                if ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:  # every writer is gone: the command has (nearly) exited
+                        try:
+                            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                        except subprocess.TimeoutExpired:
+                            timed_out = True
+                        break
+                    capture.feed(chunk)
+                elif drain_until is None and proc.poll() is not None:
+                    # The command is gone but something it left still holds the pipe
+                    # (no pid namespace): give it a moment, then stop reading.
+                    drain_until = time.monotonic() + _DRAIN_S
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.stdout.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - an unkillable process
+                proc.kill()
+                proc.wait()
+            if self.isolation != "bwrap" and self._uid is not None:
+                self._kill_uid()
+        code = proc.returncode
+        return ShellResult(
+            output=capture.text(),
+            exit_code=-signal.SIGKILL if timed_out else int(code),
+            timed_out=timed_out,
+            truncated=capture.truncated,
+            total_bytes=capture.total,
+            duration_s=time.monotonic() - start,
+        )
+

@@ -1,0 +1,353 @@
+"""Terminal task envs: every shipped task is solvable and not trivially passed, the shell
+is bounded, grading cannot be tampered with, and every terminal id passes check_env."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import gem_core
+from gem_core.checker import check_env
+from gem_core.envs.terminal import FORMAT_HINT, TerminalEnv, load_task, parse_action, task_names
+from gem_core.errors import InvalidArgument, ResetNeeded
+from gem_core.registration import registry
+from gem_core.sandbox import detect_isolation
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore::gem_core.sandbox.ReducedIsolationWarning"),
+]
+
+ISOLATION, WHY_NOT = detect_isolation()
+requires_bwrap = pytest.mark.skipif(
+    ISOLATION != "bwrap",
+    reason=f"bubblewrap does not work here ({WHY_NOT.get('bwrap', 'unknown')}): sandbox "
+           "isolation of the terminal env cannot be tested (apt-get install bubblewrap)",
+)
+TERMINAL_IDS = sorted(k for k in registry if k.startswith("terminal:"))
+TASKS = task_names()
+
+
+def make_env(task: str | None = "count-lines", **kwargs) -> TerminalEnv:
+    return TerminalEnv(task, **kwargs)
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+def _solve_and_noop(name: str) -> dict:
+    """Reference solution then <finish>; a fresh episode (from the cached setup) likewise;
+    and an episode that finishes at once."""
+    task = load_task(name)
+    if task.missing_tools():
+        return {"skip": f"{name} needs {task.missing_tools()} on the sandbox PATH"}
+    env = make_env(name)
+    try:
+        out = {"solved": []}
+        for seed in (0, 1):  # the second episode starts from the setup snapshot
+            env.reset(seed=seed)
+            _, _, _, _, info = env.step(f"<bash>{task.solution}</bash>")
+            obs, reward, terminated, truncated, final = env.step("<finish></finish>")
+            out["solved"].append((info["exit_code"], reward, terminated, truncated,
+                                  final["success"], final["test_output"], obs))
+        env.reset(seed=2)
+        _, reward, terminated, _, final = env.step("<finish>")
+        out["noop"] = (reward, terminated, final["success"], final["test_output"])
+        return out
+    finally:
+        env.close()
+
+
+@pytest.fixture(scope="module")
+def task_runs() -> dict[str, dict]:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(TASKS, pool.map(_solve_and_noop, TASKS), strict=True))
+
+
+def test_at_least_twelve_tasks_each_registered():
+    assert len(TASKS) >= 12
+    for name in TASKS:
+        task = load_task(name)
+        assert task.instruction and task.setup and task.test and task.solution, name
+        spec = registry[f"terminal:{name}-v0"]
+        assert spec.offline is True and spec.kwargs["task"] == name
+    assert registry["terminal:Mixed-v0"].kwargs["task"] is None
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_reference_solution_passes_and_noop_fails(task_runs, name):
+    run = task_runs[name]
+    if "skip" in run:
+        pytest.skip(run["skip"])
+    for exit_code, reward, terminated, truncated, success, test_output, obs in run["solved"]:
+        assert exit_code == 0
+        assert (reward, terminated, truncated, success) == (1.0, True, False, True), test_output
+        assert test_output.strip().endswith("PASS")
+        assert obs == "Finished. The task's tests passed."
+    reward, terminated, success, test_output = run["noop"]
+    assert (reward, terminated, success) == (0.0, True, False)
+    assert "FAIL" in test_output or "Error" in test_output, test_output
+
+
+# ----------------------------------------------------------------------------- check_env
+
+
+def _check(env_id: str) -> BaseException | None:
+    try:
+        check_env(gem_core.make(env_id), max_steps=8, warn=False)  # warnings are not thread-safe
+    except BaseException as e:  # noqa: BLE001 - reported by the per-id test
+        return e
+    return None
+
+
+@pytest.fixture(scope="module")
+def check_results() -> dict[str, BaseException | None]:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(TERMINAL_IDS, pool.map(_check, TERMINAL_IDS), strict=True))
+
+
+@pytest.mark.parametrize("env_id", TERMINAL_IDS)
+def test_check_env(check_results, env_id):
+    error = check_results[env_id]
+    if error is not None:
+        raise error
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("<bash>ls -la</bash>", ("bash", "ls -la")),
+        ("I will look first.\n<bash>\ncat a.txt\n</bash>\nthen more", ("bash", "cat a.txt")),
+        ("<bash>echo 1</bash><bash>echo 2</bash>", ("bash", "echo 1")),
+        ("<finish>", ("finish", "")),
+        ("<finish/>", ("finish", "")),
+        ("<finish>all done</finish>", ("finish", "")),
+        ("<finish></finish><bash>rm -rf .</bash>", ("finish", "")),
+        ("<bash>ls</bash> <finish>", ("bash", "ls")),
+        ("<finished>", (None, "no <bash>...</bash> or <finish></finish> found")),
+        ("ls -la", (None, "no <bash>...</bash> or <finish></finish> found")),
+        ("<bash>ls", (None, "the <bash> tag is not closed with </bash>")),
+        ("<bash>  \n </bash>", (None, "the <bash></bash> block is empty")),
+        ("<bash>echo \x00</bash>", (None, "the command contains a NUL character")),
+        (None, (None, "the action must be text, got NoneType")),
+        (["<finish>"], (None, "the action must be text, got list")),
+    ],
+)
+def test_parse_action(action, expected):
+    assert parse_action(action) == expected
+
+
+def test_format_errors_pay_the_penalty_and_the_episode_goes_on():
+    env = make_env(max_turns=10)
+    try:
+        env.reset(seed=0)
+        bad = ["", "just talking", "<bash></bash>", "<bash>ls", None, 12, "<bash>" + "x" * 20_000 + "</bash>",
+               "\ud800 <bash>\x00</bash>"]
+        for i, action in enumerate(bad, start=1):
+            obs, reward, terminated, truncated, info = env.step(action)
+            assert obs.startswith("Format error: ") and obs.endswith(FORMAT_HINT), obs
+            assert reward == pytest.approx(-0.1)
+            assert (terminated, truncated) == (False, False)
+            assert info["format_error"] and info["invalid_action"] and info["turn"] == i
+            assert info["success"] is False and "parsed_action" not in info
+        obs, reward, _, _, info = env.step("<bash>echo fine</bash>")
+        assert (obs, reward, info["format_error"]) == ("fine\n[exit code: 0]", 0.0, False)
+        assert "at most 16384 are allowed" in env.step("<bash>" + "x" * 20_000 + "</bash>")[0]
+    finally:
+        env.close()
+
+
+def test_observation_of_a_command():
+    env = make_env()
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs.startswith(load_task("count-lines").instruction)
+        assert "You have 20 turns" in obs and FORMAT_HINT in obs
+        assert "`cd`, variables and background jobs do not carry over" in obs
+        assert info == {"task": "count-lines", "turn": 0, "success": False, "isolation": ISOLATION}
+        obs, reward, terminated, truncated, info = env.step("<bash>ls data | head -n 3; exit 4</bash>")
+        assert obs == "part1.txt\npart2.txt\npart3.txt\n[exit code: 4]"
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert info["exit_code"] == 4 and info["parsed_action"] == "ls data | head -n 3; exit 4"
+        assert info["timed_out"] is False and info["output_truncated"] is False
+        obs, *_ = env.step("<bash>true</bash>")
+        assert obs == "(no output)\n[exit code: 0]"
+    finally:
+        env.close()
+
+
+def test_output_flood_is_bounded_with_a_note():
+    env = make_env(max_output_bytes=2048)
+    try:
+        env.reset(seed=0)
+        obs, _, _, _, info = env.step("<bash>yes flood | head -c 1000000</bash>")
+        assert info["output_truncated"] is True
+        assert len(obs) < 2048 + 300
+        assert obs.endswith("[output cut: 1000000 bytes written, the first and last 1024 shown]\n[exit code: 0]")
+    finally:
+        env.close()
+
+
+def test_infinite_loop_is_killed_and_the_episode_continues():
+    env = make_env(timeout_s=1)
+    try:
+        env.reset(seed=0)
+        start = time.monotonic()
+        obs, reward, terminated, truncated, info = env.step("<bash>while true; do :; done</bash>")
+        assert time.monotonic() - start < 4
+        assert obs == "(no output)\n[the command timed out after 1 s and was killed]"
+        assert info["timed_out"] is True and (reward, terminated, truncated) == (0.0, False, False)
+        obs, *_ = env.step("<bash>echo still here</bash>")
+        assert obs == "still here\n[exit code: 0]"
+    finally:
+        env.close()
+
+
+@requires_bwrap
+def test_commands_cannot_write_outside_the_workspace_nor_reach_the_network():
+    env = make_env()
+    try:
+        obs, _ = env.reset(seed=0)
+        assert "working directory is /workspace" in obs and "There is no network" in obs
+        obs, *_ , info = env.step("<bash>touch /usr/gem-evil && echo WROTE</bash>")
+        assert "Read-only file system" in obs and "WROTE" not in obs and info["exit_code"] != 0
+        assert not os.path.exists("/usr/gem-evil")
+        obs, *_ , info = env.step("<bash>exec 3<>/dev/tcp/1.1.1.1/80 && echo CONNECTED</bash>")
+        assert "Network is unreachable" in obs and "CONNECTED" not in obs
+    finally:
+        env.close()
+
+
+@requires_bwrap
+def test_grading_cannot_be_tampered_with():
+    env = make_env()
+    try:
+        env.reset(seed=0)
+        # A fake test script in the workspace, and a late writer left in the background.
+        env.step("<bash>printf 'echo PASS; exit 0\\n' > test.sh && chmod +x test.sh</bash>")
+        env.step("<bash>nohup bash -c 'sleep 0.5; echo 117 > count.txt' >/dev/null 2>&1 &</bash>")
+        obs, *_ = env.step("<bash>sleep 1; cat count.txt</bash>")
+        assert "No such file" in obs  # the background writer died with its command
+        obs, reward, terminated, _, info = env.step("<finish>")
+        assert (reward, terminated, info["success"]) == (0.0, True, False)
+        assert "count.txt does not exist" in info["test_output"]
+    finally:
+        env.close()
+
+
+def test_turn_limit_truncates_and_grades():
+    env = make_env(max_turns=2)
+    try:
+        env.reset(seed=0)
+        task = load_task("count-lines")
+        assert env.step(f"<bash>{task.solution}</bash>")[2:4] == (False, False)
+        obs, reward, terminated, truncated, info = env.step("not an action")
+        assert (terminated, truncated, info["success"], info["tests_passed"]) == (False, True, True, True)
+        assert reward == pytest.approx(0.9)  # format penalty + solved
+        assert obs.endswith("You have used all 2 turns. The task's tests passed.")
+        with pytest.raises(ResetNeeded):
+            env.step("<finish>")
+        env.reset(seed=0)
+        env.step("<bash>echo 3 > count.txt</bash>")
+        obs, reward, terminated, truncated, info = env.step("<bash>ls</bash>")
+        assert (reward, terminated, truncated, info["success"]) == (0.0, False, True, False)
+        assert obs.endswith("You have used all 2 turns. The task's tests failed.")
+    finally:
+        env.close()
+
+
+def test_workspace_is_fresh_each_reset_and_removed_on_close():
+    env = make_env()
+    try:
+        env.reset(seed=0)
+        first = env.shell.workspace
+        env.step("<bash>echo 117 > count.txt</bash>")
+        env.reset(seed=0)
+        second = env.shell.workspace
+        assert first != second and not os.path.exists(first)
+        obs, *_ = env.step("<bash>ls</bash>")
+        assert obs == "data\n[exit code: 0]"
+    finally:
+        env.close()
+    assert not os.path.exists(second)
+    env.close()  # twice is safe
+
+
+def test_setup_without_cache_runs_every_reset():
+    env = make_env("rename-files", cache_setup=False)
+    try:
+        for _ in range(2):
+            env.reset(seed=0)
+            assert env.shell.snapshots == ()
+            obs, *_ = env.step("<bash>ls photos | wc -l</bash>")
+            assert obs == "10\n[exit code: 0]"
+    finally:
+        env.close()
+
+
+def test_mixed_env_samples_tasks_by_seed():
+    env = make_env(None)
+    try:
+        picks = [env.reset(seed=seed)[1]["task"] for seed in range(6)]
+        assert picks == [env.reset(seed=seed)[1]["task"] for seed in range(6)]
+        assert len(set(picks)) > 1 and set(picks) <= set(TASKS)
+        assert env.reset(options={"task": "sort-dedup"})[1]["task"] == "sort-dedup"
+        with pytest.raises(InvalidArgument, match=r"reset\(options=\{'task': 'nope'\}\): this env's tasks are"):
+            env.reset(options={"task": "nope"})
+    finally:
+        env.close()
+
+
+def test_unknown_task_and_bad_arguments():
+    with pytest.raises(InvalidArgument, match="unknown terminal task 'count-line'.*Did you mean 'count-lines'"):
+        TerminalEnv("count-line")
+    with pytest.raises(InvalidArgument, match="max_turns=...\\) must be a positive int, got 0"):
+        TerminalEnv("count-lines", max_turns=0)
+    with pytest.raises(InvalidArgument, match="needs at least one task"):
+        TerminalEnv([])
+    env = TerminalEnv("count-lines")
+    with pytest.raises(ResetNeeded, match="call reset"):
+        env.step("<finish>")
+
+
+def test_a_task_directory_of_ones_own(tmp_path):
+    task = tmp_path / "greet"
+    task.mkdir()
+    (task / "instruction.md").write_text("Write hello to greeting.txt.\n")
+    (task / "setup.sh").write_text("echo draft > greeting.txt\n")
+    (task / "test.sh").write_text('[ "$(cat greeting.txt)" = hello ] || { echo "FAIL: got $(cat greeting.txt)"; exit 1; }\n')
+    env = make_env(str(task))
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs.startswith("Write hello to greeting.txt.") and info["task"] == "greet"
+        env.step("<bash>echo hello > greeting.txt</bash>")
+        assert env.step("<finish>")[1] == 1.0
+        env.reset(seed=0)
+        _, reward, _, _, info = env.step("<finish>")
+        assert reward == 0.0 and info["test_output"] == "FAIL: got draft\n"
+    finally:
+        env.close()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidArgument, match="has no instruction.md; a task directory holds"):
+        TerminalEnv(str(tmp_path / "empty"))
+
+
+def test_grading_works_with_reduced_isolation():
+    """Without bubblewrap the tests run on a copy of the workspace (readable by the command's uid)."""
+    env = make_env("fix-permissions", isolation="rlimits")
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["isolation"] == "rlimits" and "/workspace" not in obs
+        env.step(f"<bash>{load_task('fix-permissions').solution}</bash>")
+        _, reward, _, _, info = env.step("<finish>")
+        assert reward == 1.0, info["test_output"]
+        env.reset(seed=0)
+        assert env.step("<finish>")[1] == 0.0
+    finally:
+        env.close()
