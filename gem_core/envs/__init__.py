@@ -421,4 +421,116 @@ register(
 # (terminal: end)
 
 # --- MCP tasks (gem_core.envs.mcp_tasks): mcp:* tasks over the shipped SQLite MCP server. ---
+register(
+    "mcp:CustomerCity-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "CustomerCity", "max_turns": 24},
+    max_turns=24,
+    description="Find the city of the customer with a given email. (lookup; shop MCP server)",
+)
+register(
+    "mcp:ProductStock-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "ProductStock", "max_turns": 24},
+    max_turns=24,
+    description="Find how many units of a product (given by name) are in stock. (lookup; shop MCP server)",
+)
+register(
+    "mcp:LatestOrderStatus-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "LatestOrderStatus", "max_turns": 24},
+    max_turns=24,
+    description="Find the status of a customer's most recent order. (lookup; shop MCP server)",
+)
+register(
+    "mcp:CheapestInCategory-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "CheapestInCategory", "max_turns": 24},
+    max_turns=24,
+    description="Find the SKU of the cheapest product of a category. (lookup; shop MCP server)",
+)
+register(
+    "mcp:OrderTotal-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "OrderTotal", "max_turns": 24},
+    max_turns=24,
+    description="Compute an order's total from its items' unit prices. (aggregate; shop MCP server)",
+)
+register(
+    "mcp:CustomerSpend-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "CustomerSpend", "max_turns": 24},
+    max_turns=24,
+    description="Sum what a customer spent over their orders that were not cancelled. (aggregate; shop MCP server)",
+)
+register(
+    "mcp:CategoryRevenue-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "CategoryRevenue", "max_turns": 24},
+    max_turns=24,
+    description="Sum the revenue of a product category over delivered orders. (aggregate; shop MCP server)",
+)
+register(
+    "mcp:TopCustomer-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "TopCustomer", "max_turns": 24},
+    max_turns=24,
+    description="Find the customer of a city who spent the most (orders not cancelled). (aggregate; shop MCP server)",
+)
+register(
+    "mcp:LowStockCount-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "LowStockCount", "max_turns": 24},
+    max_turns=24,
+    description="Count the products of a category with fewer than k units in stock. (aggregate; shop MCP server)",
+)
+register(
+    "mcp:AddCustomer-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "AddCustomer", "max_turns": 24},
+    max_turns=24,
+    description="Register a new customer. (insert; shop MCP server)",
+)
+register(
+    "mcp:PlaceOrder-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "PlaceOrder", "max_turns": 24},
+    max_turns=24,
+    description="Place a two-product order for a customer given by email. (insert; shop MCP server)",
+)
+register(
+    "mcp:Restock-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "Restock", "max_turns": 24},
+    max_turns=24,
+    description="Add a delivery of n units to a product's stock. (update; shop MCP server)",
+)
+register(
+    "mcp:CancelOrder-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "CancelOrder", "max_turns": 24},
+    max_turns=24,
+    description="Cancel a customer's pending order (its items go back to stock). (update; shop MCP server)",
+)
+register(
+    "mcp:PriceIncrease-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "PriceIncrease", "max_turns": 24},
+    max_turns=24,
+    description="Raise every price of a category by p percent. (update; shop MCP server)",
+)
+register(
+    "mcp:ShipPendingOrders-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": "ShipPendingOrders", "max_turns": 24},
+    max_turns=24,
+    description="Mark every pending order placed on or before a date as shipped. (update; shop MCP server)",
+)
+register(
+    "mcp:Mixed-v0",
+    "gem_core.envs.mcp_tasks.env:MCPTaskEnv",
+    kwargs={"task": None, "max_turns": 24},
+    max_turns=24,
+    description="A task drawn per episode from the 15 mcp:* shop tasks (shop MCP server).",
+)
 # (mcp: end)
