@@ -1,8 +1,9 @@
-"""The `gem` command line: list envs, play one in the terminal, run the benchmarks, build search indexes."""
+"""The `gem` command line: list, play, eval and report, bench, and index build."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,136 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(values: list[str] | None) -> list[str] | None:
+    """``--tools python,search --tools x`` -> ``["python", "search", "x"]``."""
+    if values is None:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _eval_settings(args: argparse.Namespace) -> dict:
+    """The `evaluate` settings: defaults (or, with --resume, the run's manifest), then the flags given."""
+    from gem_core.eval.records import MANIFEST_FILE, read_manifest
+    from gem_core.eval.runner import CONFIG_DEFAULTS
+
+    base = dict(CONFIG_DEFAULTS)
+    if args.resume and args.out and (Path(args.out) / MANIFEST_FILE).exists():
+        manifest = read_manifest(args.out)
+        base.update(manifest.get("config", {}))
+        base["base_url"] = manifest.get("endpoint", {}).get("base_url")
+    given = {
+        "env_ids": args.env_ids or None,
+        "base_url": args.base_url,
+        "model": args.model,
+        "episodes": args.episodes,
+        "seed": args.seed,
+        "tokenizer": args.tokenizer,
+        "wrappers": _split(args.wrappers),
+        "tools": _split(args.tools),
+        "max_tool_uses": args.max_tool_uses,
+        "env_kwargs": args.env_kwargs,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "max_turns": args.max_turns,
+        "max_context": args.max_context,
+        "system_prompt": args.system_prompt,
+    }
+    base.update({k: v for k, v in given.items() if v is not None})
+    return base
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from gem_core.errors import Error, UnregisteredEnv
+
+    if args.retry_errors and not args.resume:
+        print("gem eval: --retry-errors only applies with --resume", file=sys.stderr)
+        return 2
+    if args.resume and not args.out:
+        print("gem eval: --resume needs --out DIR (the run to continue)", file=sys.stderr)
+        return 2
+    try:
+        settings = _eval_settings(args)
+    except Error as e:
+        print(f"gem eval: {e}", file=sys.stderr)
+        return 2
+    missing = [flag for flag, key in (("ENV_ID", "env_ids"), ("--base-url", "base_url"),
+                                      ("--model", "model")) if not settings.get(key)]
+    if missing:
+        print(f"gem eval: missing {', '.join(missing)} (e.g. gem eval game:GuessTheNumber-v0-easy "
+              "--base-url http://127.0.0.1:8000/v1 --model NAME); see gem eval --help", file=sys.stderr)
+        return 2
+    out = args.out
+    if out is None:
+        import datetime as dt
+
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in settings["model"])[-60:]
+        out = str(Path("gem-eval") / f"{safe}-{stamp}")
+    from gem_core.eval.runner import evaluate
+
+    env_ids = settings.pop("env_ids")
+    try:
+        result = evaluate(
+            env_ids,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            out_dir=out,
+            resume=args.resume,
+            retry_errors=args.retry_errors,
+            progress=not args.no_progress,
+            command_line=["gem", *args.argv],
+            **settings,
+        )
+    except UnregisteredEnv as e:
+        print(f"gem eval: {e}", file=sys.stderr)
+        return 2
+    except Error as e:
+        print(f"gem eval: {e}", file=sys.stderr)
+        return 2
+    print(result.table())
+    status = result.manifest["status"]
+    print(f"\n{len(result.records)} episodes ({result.ran} run now), status {status}; "
+          f"results in {out}", file=sys.stderr)
+    if result.interrupted:
+        print(f"resume with: gem eval --resume --out {out}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from gem_core.errors import DependencyNotInstalled, Error
+    from gem_core.eval.report import report
+
+    try:
+        res = report(args.run_dirs, args.out, plots=not args.no_plots)
+    except DependencyNotInstalled as e:
+        print(f"gem report: {e} (the Markdown report was written; --no-plots skips the plots)",
+              file=sys.stderr)
+        return 2
+    except Error as e:
+        print(f"gem report: {e}", file=sys.stderr)
+        return 2
+    for run in res["runs"]:
+        from gem_core.eval.stats import summary_table
+
+        print(f"{run['label']}:\n{summary_table(run['summary'])}\n")
+    print(f"wrote {res['markdown']}" + "".join(f", {p}" for p in res["plots"]))
+    return 0
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, e.g. '{{\"data_path\": \"sample\"}}'; "
+                                         f"got {text!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gem", description="GEM: environments for agentic LLMs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -133,8 +264,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="episode seed")
     p.set_defaults(func=_cmd_play)
 
+    p = sub.add_parser(
+        "eval", help="evaluate a served model on envs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run episodes of each ENV_ID against an OpenAI-compatible /v1/completions\n"
+        "endpoint (vLLM, SGLang) and write per-episode records, a summary (success with\n"
+        "95% Wilson interval, mean return and turns, format-error rate, tool calls) and a\n"
+        "manifest to --out. Episode i of each env uses seed S+i. Ctrl-C stops cleanly\n"
+        "(finished episodes are kept); --resume continues a run.",
+        epilog="example:\n  gem eval game:GuessTheNumber-v0-easy --base-url http://127.0.0.1:8000/v1 "
+        "--model Qwen/Qwen3-1.7B --episodes 50 --out runs/qwen-gtn")
+    p.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="registered env ids (see gem list)")
+    p.add_argument("--base-url", help="API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", help="served model name")
+    p.add_argument("--tokenizer", help="tokenizer name or directory (default: --model); token ids are "
+                   "sent, so it must match the served model")
+    p.add_argument("--episodes", type=int, help="episodes per env (default 10)")
+    p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
+    p.add_argument("--seed", type=int, help="base seed: episode i resets with seed+i (default 0)")
+    p.add_argument("--wrappers", action="append", metavar="W[,W]",
+                   help="wrappers, outermost last: history[:FORMAT] (last, concat, concat_with_action, "
+                   "chat, summary)")
+    p.add_argument("--tools", action="append", metavar="T[,T]", help="tools: python, search[:INDEX]")
+    p.add_argument("--max-tool-uses", type=int, help="tool calls per episode (default 10)")
+    p.add_argument("--env-kwargs", type=_json_object, metavar="JSON",
+                   help="constructor arguments, e.g. '{\"data_path\": \"sample\"}'")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default 0: greedy)")
+    p.add_argument("--top-p", type=float, help="nucleus mass (default 1)")
+    p.add_argument("--max-tokens", type=int, help="tokens per response (default 1024)")
+    p.add_argument("--max-turns", type=int, help="turn limit per episode (default: the env's)")
+    p.add_argument("--max-context", type=int, help="context budget: prompt + max tokens (default 4096)")
+    p.add_argument("--system-prompt", help="system message text")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
+    p.add_argument("--max-retries", type=int, default=3,
+                   help="retries after a transient HTTP error (default 3)")
+    p.add_argument("--out", help="run directory (default gem-eval/MODEL-TIMESTAMP)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out; unset options come from its manifest")
+    p.add_argument("--retry-errors", action="store_true", help="with --resume: rerun errored episodes")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("report", help="compare eval runs (plots + Markdown)",
+                       description="Summarize and compare `gem eval` run directories: report.md, "
+                       "success.png (success per env with 95% intervals), turns_to_solve.png.")
+    p.add_argument("run_dirs", nargs="+", metavar="DIR", help="gem eval --out directories")
+    p.add_argument("--out", help="where to write (default: DIR for one run, else ./gem-report)")
+    p.add_argument("--no-plots", action="store_true", help="Markdown only (no matplotlib needed)")
+    p.set_defaults(func=_cmd_report)
+
     p = sub.add_parser("bench", help="run the benchmarks (source checkout)",
-                       description="Run benchmarks/run.py; extra arguments are passed through.")
+                       description="Run benchmarks/run.py and print its tables; every argument "
+                       "is passed through (e.g. gem bench --quick --only games --no-reference; "
+                       "`gem bench -- --help` lists them).")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments for benchmarks/run.py")
     p.set_defaults(func=_cmd_bench)
 
@@ -158,7 +340,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        # Pass everything through to benchmarks/run.py (argparse's REMAINDER drops options);
+        # `gem bench --help` is ours, `gem bench -- --help` is run.py's.
+        rest = argv[1:]
+        if rest[:1] == ["--"]:
+            return _cmd_bench(argparse.Namespace(bench_args=rest[1:]))
+        if not {"-h", "--help"} & set(rest):
+            return _cmd_bench(argparse.Namespace(bench_args=rest))
     args = parser.parse_args(argv)
+    args.argv = argv
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

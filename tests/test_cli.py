@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import select
@@ -83,6 +84,36 @@ def test_play_through_a_pseudo_terminal():
 
 
 def test_help_on_every_command():
-    for cmd in ([], ["list"], ["play"], ["bench"]):
+    commands = ([], ["list"], ["play"], ["eval"], ["report"], ["bench"], ["index"], ["index", "build"])
+    for cmd in commands:
         r = subprocess.run([sys.executable, "-m", "gem_core.cli", *cmd, "--help"], capture_output=True, text=True)
-        assert r.returncode == 0 and "usage: gem" in r.stdout
+        assert r.returncode == 0 and f"usage: gem {' '.join(cmd)}".rstrip() in r.stdout, (cmd, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "gem_core.cli", "eval", "--help"], capture_output=True, text=True)
+    assert "--base-url" in r.stdout and "--resume" in r.stdout and "95% Wilson" in r.stdout
+
+
+def test_list_shows_family_and_offline_flag(capsys):
+    from gem_core.registration import registry
+
+    assert main(["list", "toy:Echo"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("toy:Echo-v0"))
+    assert line.split()[1:3] == ["toy", "offline"] and "Repeat a random word" in line
+    online = sorted(i for i in registry if not registry[i].offline)
+    if online:  # hub-backed ids are marked online
+        assert main(["list", online[0]]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(online[0] + " "))
+        assert line.split()[2] == "online"
+
+
+def test_bench_passes_its_options_through(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--only", "import", "--no-reference", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())  # the harness ran and wrote its results
+    r = subprocess.run([sys.executable, "-m", "gem_core.cli", "bench", "--", "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: benchmarks/run.py" in r.stdout
+
+
+def test_unknown_command_options_fail_with_usage():
+    r = subprocess.run([sys.executable, "-m", "gem_core.cli", "list", "--bogus"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr

@@ -1,0 +1,168 @@
+"""Run directories of `gem eval`: per-episode records (JSON lines), the manifest and the summary files."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import InvalidArgument
+
+__all__ = [
+    "RECORDS_FILE",
+    "MANIFEST_FILE",
+    "SUMMARY_JSON",
+    "SUMMARY_MD",
+    "MANIFEST_FORMAT",
+    "episode_record",
+    "read_records",
+    "write_records",
+    "append_record",
+    "read_manifest",
+    "write_json",
+    "load_run",
+]
+
+RECORDS_FILE = "episodes.jsonl"
+MANIFEST_FILE = "manifest.json"
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+MANIFEST_FORMAT = "gem-eval/1"
+
+
+def episode_record(episode: Any, *, index: int, sampling_seed: int | None) -> dict[str, Any]:
+    """One JSON-able record of a finished `gem_core.rl.Episode`.
+
+    Keys: ``env_id``, ``index`` (episode number within the env; with ``env_id`` the
+    episode's identity), ``seed`` (passed to ``env.reset``), ``sampling_seed``,
+    ``success``, ``return``, ``num_turns``, ``end_reason``, ``error`` (``None`` or
+    ``"<where>: <Type>: message"``), ``rewards``, ``actions``, ``observations`` (the
+    observation each turn answered), ``final_observation``, ``format_errors`` (turns
+    flagged ``info["format_error"]``), ``truncated_responses`` (responses that hit the
+    token limit), ``tool_calls`` (``{tool name: calls run}``), ``prompt_tokens`` (prompt
+    tokens sent, summed over requests), ``generated_tokens``, ``latency_s`` (wall time
+    of the episode), ``template_rewrite``.
+    """
+    turns = list(episode.turns)
+    tools: dict[str, int] = {}
+    sent = 0
+    context = 0
+    for t in turns:
+        if t.starts_sample:
+            context = 0
+        context += len(t.prompt_ids)
+        sent += context
+        context += len(t.response_ids)
+        if t.info.get("use_tool"):
+            name = str(t.info.get("tool_name") or "tool")
+            tools[name] = tools.get(name, 0) + 1
+    return {
+        "env_id": episode.env_id,
+        "index": int(index),
+        "seed": episode.seed,
+        "sampling_seed": sampling_seed,
+        "success": bool(episode.success),
+        "return": float(episode.episode_return),
+        "num_turns": len(turns),
+        "end_reason": episode.end_reason,
+        "error": episode.error,
+        "rewards": [float(t.reward) for t in turns],
+        "actions": [t.action for t in turns],
+        "observations": [t.observation for t in turns],
+        "final_observation": episode.final_observation,
+        "format_errors": sum(1 for t in turns if t.format_error),
+        "truncated_responses": sum(1 for t in turns if t.response_truncated),
+        "tool_calls": tools,
+        "prompt_tokens": sent,
+        "generated_tokens": sum(len(t.response_ids) for t in turns),
+        "latency_s": float(episode.stats.get("wall_time_s", 0.0)),
+        "template_rewrite": bool(episode.template_rewrite),
+    }
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a records file; the last record of an identity wins.
+
+    A line that is not a JSON object (a run killed while writing it) is skipped. A
+    missing file reads as no records.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    by_key: dict[tuple[str, int], dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "env_id" in rec and "index" in rec:
+                by_key[(str(rec["env_id"]), int(rec["index"]))] = rec
+    return list(by_key.values())
+
+
+def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:
+    """Replace the records file atomically with ``records``."""
+    _atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def append_record(f: Any, record: Mapping[str, Any]) -> None:
+    """Append one record to an open records file and flush it to the OS."""
+    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    f.flush()
+
+
+def write_json(path: str | os.PathLike[str], payload: Any) -> None:
+    """Write ``payload`` as indented JSON, atomically."""
+    _atomic_write(Path(path), json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a run directory.
+
+    Raises:
+        InvalidArgument: the directory has no readable manifest.
+    """
+    path = Path(run_dir) / MANIFEST_FILE
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidArgument(
+            f"{run_dir} is not a gem eval run: no {MANIFEST_FILE} in it; pass the --out "
+            "directory of a `gem eval` run"
+        ) from None
+    except ValueError as exc:
+        raise InvalidArgument(f"{path} is not valid JSON ({exc}); the run directory is damaged") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise InvalidArgument(
+            f"{path}: expected a manifest with format {MANIFEST_FORMAT!r}, got "
+            f"{manifest.get('format') if isinstance(manifest, dict) else type(manifest).__name__!r}"
+        )
+    return manifest
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(manifest, records)`` of a run directory, records sorted by (env order, index)."""
+    manifest = read_manifest(run_dir)
+    records = read_records(Path(run_dir) / RECORDS_FILE)
+    order = {e: i for i, e in enumerate(manifest.get("config", {}).get("env_ids", []))}
+    records.sort(key=lambda r: (order.get(r["env_id"], len(order)), str(r["env_id"]), r["index"]))
+    return manifest, records
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,142 @@
+"""Evaluation statistics: Wilson intervals and the per-env summary computed from episode records."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["wilson_interval", "summarize", "summary_markdown", "summary_table", "SUMMARY_COLUMNS"]
+
+#: z for a two-sided 95% interval.
+Z95 = 1.959963984540054
+
+#: The summary columns (key, header) shown in printed and Markdown tables.
+SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("env_id", "env"),
+    ("episodes", "episodes"),
+    ("success_rate", "success"),
+    ("ci95", "95% CI"),
+    ("mean_return", "mean return"),
+    ("mean_turns", "mean turns"),
+    ("format_error_rate", "format err"),
+    ("errors", "errors"),
+    ("tool_calls", "tool calls"),
+)
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion.
+
+    Args:
+        successes: the number of successes (``0 <= successes <= n``).
+        n: the number of trials; ``n == 0`` gives ``(0.0, 1.0)`` (nothing is known).
+        z: the normal quantile (default: 95% two-sided).
+
+    Returns:
+        ``(low, high)``, both in ``[0, 1]``.
+
+    Raises:
+        ValueError: ``successes`` outside ``[0, n]`` or a negative ``n``.
+    """
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1.0 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(sum(values) / len(values)) if values else None
+
+
+def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The per-env summary of episode records (see `gem_core.eval.episode_record`).
+
+    Every record counts, including episodes that ended with an error: such an episode
+    counts as not solved and is also counted under ``errors`` (an evaluation must not
+    look better because the endpoint failed).
+
+    Returns:
+        ``{env_id: row}`` in first-seen order; each row has ``env_id``, ``episodes``,
+        ``successes``, ``success_rate``, ``ci95_low``/``ci95_high`` (Wilson),
+        ``mean_return``, ``mean_turns``, ``mean_turns_to_solve`` (over solved episodes,
+        ``None`` when none), ``format_error_rate`` (share of episodes with at least one
+        turn flagged ``format_error``), ``errors`` (episodes with an error),
+        ``tool_calls`` (tool calls run, all episodes), ``tool_calls_by_name``,
+        ``tool_episodes`` (episodes that ran a tool), ``mean_generated_tokens``,
+        ``mean_latency_s``.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(str(r["env_id"]), []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for env_id, rows in groups.items():
+        n = len(rows)
+        wins = sum(1 for r in rows if r.get("success"))
+        low, high = wilson_interval(wins, n)
+        by_name: dict[str, int] = {}
+        for r in rows:
+            for name, count in (r.get("tool_calls") or {}).items():
+                by_name[name] = by_name.get(name, 0) + int(count)
+        solved_turns = [float(r["num_turns"]) for r in rows if r.get("success")]
+        out[env_id] = {
+            "env_id": env_id,
+            "episodes": n,
+            "successes": wins,
+            "success_rate": wins / n,
+            "ci95_low": low,
+            "ci95_high": high,
+            "mean_return": _mean([float(r.get("return", 0.0)) for r in rows]),
+            "mean_turns": _mean([float(r.get("num_turns", 0)) for r in rows]),
+            "mean_turns_to_solve": _mean(solved_turns),
+            "format_error_rate": sum(1 for r in rows if r.get("format_errors", 0) > 0) / n,
+            "errors": sum(1 for r in rows if r.get("error")),
+            "tool_calls": sum(by_name.values()),
+            "tool_calls_by_name": dict(sorted(by_name.items())),
+            "tool_episodes": sum(1 for r in rows if r.get("tool_calls")),
+            "mean_generated_tokens": _mean([float(r.get("generated_tokens", 0)) for r in rows]),
+            "mean_latency_s": _mean([float(r.get("latency_s", 0.0)) for r in rows]),
+        }
+    return out
+
+
+def _cells(row: Mapping[str, Any]) -> list[str]:
+    def num(x: Any, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    tools = ", ".join(f"{k}={v}" for k, v in row["tool_calls_by_name"].items()) or "0"
+    return [
+        str(row["env_id"]),
+        str(row["episodes"]),
+        f"{row['success_rate']:.3f} ({row['successes']}/{row['episodes']})",
+        f"[{row['ci95_low']:.3f}, {row['ci95_high']:.3f}]",
+        num(row["mean_return"], "+.3f"),
+        num(row["mean_turns"], ".2f"),
+        f"{row['format_error_rate']:.3f}",
+        str(row["errors"]),
+        tools,
+    ]
+
+
+def summary_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """A plain-text table of a `summarize` result (for the terminal)."""
+    headers = [h for _, h in SUMMARY_COLUMNS]
+    rows = [_cells(r) for r in summary.values()]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary_markdown(summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table of a `summarize` result."""
+    headers = [h for _, h in SUMMARY_COLUMNS]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in summary.values()]
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Fixtures for the eval tests: the tiny offline model behind a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """``(policy, tokenizer_dir)``: the tiny model as a `TransformersPolicy`, and its directory."""
+    torch = pytest.importorskip("torch", reason="the eval tests need gem-core[rl] (torch)")
+    pytest.importorskip("transformers", reason="the eval tests need gem-core[rl] (transformers)")
+    import gem_core.rl as rl
+    from gem_core.rl.testing import build_tiny_model, load_tiny_model
+
+    torch.set_num_threads(1)
+    model, tokenizer = load_tiny_model()
+    return rl.TransformersPolicy(model, tokenizer), str(build_tiny_model())
+
+
+class CompletionsServer:
+    """A ``/v1/completions`` server on 127.0.0.1 answering with the tiny model.
+
+    ``script``: one behaviour per POST, in arrival order ("ok" once it is empty):
+    ``"ok"``, ``"http500"`` (any ``httpNNN``), ``"badjson"``, ``"empty"`` (a completion
+    with no tokens), ``"nochoices"``, ``"hang"`` (never answers until closed).
+    ``delay``: seconds to wait before answering each request.
+    """
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.script: list[str] = []
+        self.requests: list[dict] = []
+        self.delay = 0.0
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    return self.reply(200, b'{"object": "list", "data": [{"id": "tiny"}]}')
+                self.reply(404, b'{"error": "not found"}')
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append(body)
+                    mode = server.script.pop(0) if server.script else "ok"
+                if server.delay:
+                    time.sleep(server.delay)
+                if mode == "hang":
+                    server.release.wait(30)
+                    return
+                if mode.startswith("http"):
+                    return self.reply(int(mode[4:]), b'{"error": "scripted failure"}')
+                if mode == "badjson":
+                    return self.reply(200, b"{not json at all")
+                if mode == "nochoices":
+                    return self.reply(200, b'{"choices": []}')
+                if mode == "empty":
+                    ids, lps, reason = [], [], "stop"
+                else:
+                    import gem_core.rl as rl
+
+                    sampling = rl.SamplingParams(
+                        temperature=body["temperature"], top_p=body["top_p"],
+                        max_new_tokens=body["max_tokens"], seed=body.get("seed"),
+                    )
+                    with server.lock:
+                        res = server.policy.generate_batch([body["prompt"]], [sampling])[0]
+                    ids, lps, reason = res.token_ids, res.logprobs, res.finish_reason
+                choice = {
+                    "index": 0, "text": "", "token_ids": ids, "finish_reason": reason,
+                    "logprobs": {"token_logprobs": lps, "tokens": [f"token_id:{t}" for t in ids]},
+                }
+                self.reply(200, json.dumps({"object": "text_completion", "choices": [choice]}).encode())
+
+            def reply(self, code, payload):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client gave up (timeout)
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server(tiny):
+    srv = CompletionsServer(tiny[0])
+    yield srv
+    srv.close()
