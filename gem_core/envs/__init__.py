@@ -297,9 +297,52 @@ register(
 # (math_visual: end)
 
 # --- QA (gem_core.envs.qa): qa:*, logic:RuleTaker-*, eval:QaOpen and the search-QA eval ids. ---
+for _depth in (0, 1, 2, 3, 5):
+    register(
+        f"logic:RuleTaker-d{_depth}",
+        "gem_core.envs.qa:QaEnv",
+        kwargs={"env_id": f"logic:RuleTaker-d{_depth}", "dataset_name": f"axon-rl/RuleTaker-d{_depth}-70k",
+                "split": "train", "question_key": "question", "answer_key": "answer", "extract_boxed": True},
+        description=f"Is a statement True/False/Unknown given rules and facts (proof depth <= {_depth}).",
+        offline=False,
+    )
+for _id, _dataset, _split, _qkey, _what in (
+    ("qa:NaturalQuestions", "axon-rl/NaturalQuestions", "train", "problem", "Natural Questions"),
+    ("qa:HotpotQA", "axon-rl/HotpotQA", "train", "problem", "HotpotQA multi-hop"),
+    ("eval:QaOpen", "google-research-datasets/nq_open", "validation", "question", "NQ-open (eval)"),
+    ("eval:2Wiki", "axon-rl/search-eval", "2wiki", "question", "2WikiMultihopQA (search eval)"),
+    ("eval:PopQA", "axon-rl/search-eval", "popqa", "question", "PopQA (search eval)"),
+    ("eval:TriviaQA", "axon-rl/search-eval", "tq", "question", "TriviaQA (search eval)"),
+    ("eval:HotpotQA", "axon-rl/search-eval", "hotpotqa", "question", "HotpotQA (search eval)"),
+    ("eval:Bamboogle", "axon-rl/search-eval", "bamboogle", "question", "Bamboogle (search eval)"),
+    ("eval:NaturalQuestions", "axon-rl/search-eval", "nq", "question", "Natural Questions (search eval)"),
+    ("eval:Musique", "axon-rl/search-eval", "musique", "question", "MuSiQue (search eval)"),
+):
+    register(
+        _id,
+        "gem_core.envs.qa:QaEnv",
+        kwargs={"env_id": _id, "dataset_name": _dataset, "split": _split, "question_key": _qkey,
+                "answer_key": "answer"},
+        description=f"{_what} questions; exact-match reward (reward='f1' for token F1).",
+        offline=False,
+    )
 # (qa: end)
 
 # --- Code (gem_core.envs.code): code:*, eval:CodeContest. ---
+for _id, _dataset, _split, _what in (
+    ("code:CodeContest", "axon-rl/CodeContest", "train", "CodeContests"),
+    ("code:Taco8k", "axon-rl/TACO-8k", "train", "TACO"),
+    ("code:PrimeIntellect15k", "axon-rl/PrimeIntellect-15k", "train", "PrimeIntellect"),
+    ("eval:CodeContest", "axon-rl/CodeContest", "test", "CodeContests test split (eval)"),
+):
+    register(
+        _id,
+        "gem_core.envs.code:CodeEnv",
+        kwargs={"env_id": _id, "dataset_name": _dataset, "split": _split, "question_key": "problem",
+                "test_key": "tests"},
+        description=f"{_what} problems: write a Python program, graded by sandboxed tests.",
+        offline=False,
+    )
 # (code: end)
 
 # --- ReasoningGym (gem_core.envs.reasoning_gym): rg:<name>, from a static name list. ---

@@ -1,0 +1,141 @@
+"""QA answer grading: answer extraction, SQuAD normalisation, exact match and token F1.
+
+The metrics follow the SQuAD evaluation script's definitions: both prediction and
+reference are normalised (`normalize_answer`), exact match compares the normalised
+strings, and F1 is the harmonic mean of token precision and recall over the normalised
+tokens (counted with multiplicity). With several references the best score counts.
+
+>>> normalize_answer("The  Eiffel-Tower!")
+'eiffeltower'
+>>> exact_match("the Eiffel Tower", ["Eiffel Tower", "Paris"])
+True
+>>> round(f1_score("Eiffel Tower in Paris", "the Eiffel Tower"), 3)
+0.667
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "normalize_answer",
+    "answer_tokens",
+    "as_references",
+    "exact_match",
+    "f1_score",
+    "extract_tagged_answer",
+]
+
+MAX_ANSWER_CHARS = 10_000
+"""Longest extracted answer that is graded; a longer one is a format error in the QA env."""
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+_OPEN, _CLOSE = "<answer>", "</answer>"
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower-case, drop punctuation, drop the articles a/an/the,
+    collapse whitespace.
+
+    Punctuation is ASCII punctuation (`string.punctuation`), removed without a space, so
+    ``"Jean-Paul"`` becomes ``"jeanpaul"`` (the SQuAD script's behaviour).
+    """
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def answer_tokens(text: str) -> list[str]:
+    """The normalised tokens F1 counts."""
+    return normalize_answer(text).split()
+
+
+def as_references(references: Any) -> list[str]:
+    """References as a list of strings.
+
+    Accepts a string, a number, or a list/tuple of them (numbers become their `str`);
+    ``None`` and an empty list give ``[]`` (nothing can match).
+
+    Raises:
+        TypeError: another type (e.g. a dict), naming what arrived.
+    """
+    if references is None:
+        return []
+    if isinstance(references, (str, int, float)) and not isinstance(references, bool):
+        return [str(references)]
+    if isinstance(references, (list, tuple)):
+        out = []
+        for ref in references:
+            if isinstance(ref, (list, tuple)):  # nested lists (some datasets): flatten one level
+                out.extend(str(r) for r in ref)
+            elif ref is not None:
+                out.append(str(ref))
+        return out
+    raise TypeError(
+        f"QA references must be a string, a number or a list of them; got "
+        f"{type(references).__name__}: {str(references)[:80]!r}. Check the dataset's answer column."
+    )
+
+
+def exact_match(prediction: str, references: str | Sequence[str]) -> bool:
+    """Whether the normalised prediction equals any normalised reference.
+
+    Args:
+        prediction: the agent's answer.
+        references: one reference or a list of acceptable ones (see `as_references`).
+
+    Returns:
+        True on a match; False for no references.
+    """
+    pred = normalize_answer(prediction)
+    return any(pred == normalize_answer(ref) for ref in as_references(references))
+
+
+def _f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
+    if not pred_tokens or not ref_tokens:
+        # SQuAD: two empty answers agree; one empty answer scores 0.
+        return float(pred_tokens == ref_tokens)
+    common = Counter(pred_tokens) & Counter(ref_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(pred_tokens)
+    recall = same / len(ref_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, references: str | Sequence[str]) -> float:
+    """Token F1 of the prediction against the best-matching reference, in ``[0, 1]``.
+
+    Args:
+        prediction: the agent's answer.
+        references: one reference or a list of acceptable ones (see `as_references`).
+
+    Returns:
+        The maximum F1 over the references; 0.0 for no references. An empty prediction
+        (after normalisation) scores 1.0 only against an empty reference.
+    """
+    pred = answer_tokens(prediction)
+    return max((_f1(pred, answer_tokens(ref)) for ref in as_references(references)), default=0.0)
+
+
+def extract_tagged_answer(text: str) -> str | None:
+    """The stripped content of the last complete ``<answer>...</answer>`` in ``text``.
+
+    The last closing tag and the nearest opening tag before it delimit the answer, so
+    ``"<answer>draft <answer>final</answer>"`` gives ``"final"``. Linear in the text's
+    length. Returns ``None`` when there is no complete pair.
+    """
+    end = text.rfind(_CLOSE)
+    if end < 0:
+        return None
+    start = text.rfind(_OPEN, 0, end)
+    if start < 0:
+        return None
+    return text[start + len(_OPEN) : end].strip()

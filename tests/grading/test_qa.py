@@ -1,0 +1,129 @@
+"""QA grading: SQuAD normalisation, exact match and token F1 against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from gem_core.grading.qa import (
+    answer_tokens,
+    as_references,
+    exact_match,
+    extract_tagged_answer,
+    f1_score,
+    normalize_answer,
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Paris", "paris"),
+        ("  The   Eiffel Tower. ", "eiffel tower"),
+        ("An apple a day", "apple day"),
+        ("the theory of everything", "theory of everything"),  # "theory" keeps its "the"
+        ("Jean-Paul Sartre!", "jeanpaul sartre"),  # punctuation is removed without a space
+        ("A.B.C.", "abc"),  # then "abc" is not the article "a"
+        ("U.S.A", "usa"),
+        ("", ""),
+        ("...", ""),
+        ("The", ""),
+        ("Ångström\tUNIT", "ångström unit"),
+    ],
+)
+def test_normalize_answer(text, expected):
+    assert normalize_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    "prediction, references, expected",
+    [
+        ("Paris", "Paris", True),
+        ("paris", ["Paris"], True),
+        ("  Paris  ", ["Paris"], True),
+        ("the Eiffel Tower.", "Eiffel tower", True),
+        ("an Eiffel Tower", ["The Eiffel Tower"], True),
+        ("London", ["Paris"], False),
+        ("Berlin", ["Paris", "Berlin", "Rome"], True),
+        ("42", [42, "forty-two"], True),  # numbers become strings
+        ("43", [42, "forty-two"], False),
+        ("Paris France", ["Paris"], False),  # extra words break an exact match
+        ("", ["Paris"], False),
+        ("", [""], True),
+        ("Paris", [], False),  # nothing to match
+        ("Paris", None, False),
+    ],
+)
+def test_exact_match(prediction, references, expected):
+    assert exact_match(prediction, references) is expected
+
+
+@pytest.mark.parametrize(
+    "prediction, references, expected",
+    [
+        ("Paris", "Paris", 1.0),
+        ("The Paris!", "paris", 1.0),
+        # 2 of 4 predicted tokens are right (p=1/2), both reference tokens found (r=1): 2/3.
+        ("Eiffel Tower in Paris", "the Eiffel Tower", 2 / 3),
+        # pred [new, york, city], ref [new, york]: p=2/3, r=1 -> 0.8.
+        ("New York City", "New York", 0.8),
+        # pred [york], ref [new, york]: p=1, r=1/2 -> 2/3.
+        ("York", "New York", 2 / 3),
+        # Multiplicity counts: pred [paris, paris], ref [paris]: common 1, p=1/2, r=1.
+        ("Paris Paris", "Paris", 2 / 3),
+        ("London", "Paris", 0.0),
+        ("", "Paris", 0.0),  # empty prediction
+        ("the", "Paris", 0.0),  # normalises to empty
+        ("", "", 1.0),  # both empty agree (SQuAD)
+        ("Paris", "", 0.0),
+        # Max over references: [new, york] vs "New York City" = 0.8, vs "York" = 2/3.
+        ("New York", ["York", "New York City"], 0.8),
+        ("New York", ["York", "New York City", "new york"], 1.0),
+        ("Paris", [], 0.0),
+    ],
+)
+def test_f1_score(prediction, references, expected):
+    assert f1_score(prediction, references) == pytest.approx(expected)
+
+
+def test_f1_is_symmetric_in_single_reference_and_bounded():
+    pairs = [("a cat sat on the mat", "the cat on a mat"), ("one two three", "three four")]
+    for a, b in pairs:
+        assert f1_score(a, b) == pytest.approx(f1_score(b, a))
+        assert 0.0 <= f1_score(a, b) <= 1.0
+    # "cat sat on mat" vs "cat on mat": common 3, p=3/4, r=1 -> 6/7.
+    assert f1_score(*pairs[0]) == pytest.approx(6 / 7)
+    assert answer_tokens(pairs[0][0]) == ["cat", "sat", "on", "mat"]
+
+
+def test_references_shapes_and_errors():
+    assert as_references("x") == ["x"]
+    assert as_references(3.5) == ["3.5"]
+    assert as_references(["a", 1, None, ["b", "c"]]) == ["a", "1", "b", "c"]
+    assert as_references(()) == []
+    with pytest.raises(TypeError, match=r"must be a string, a number or a list of them; got dict"):
+        as_references({"text": "Paris"})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("<think>hmm</think><answer> Paris </answer>", "Paris"),
+        ("<answer>one</answer> then <answer>two</answer>", "two"),
+        ("<answer>draft <answer>final</answer>", "final"),
+        ("<answer>multi\nline</answer>", "multi\nline"),
+        ("<answer></answer>", ""),
+        ("no tags", None),
+        ("<answer>unclosed", None),
+        ("closed only</answer>", None),
+        ("<answer>a</answer><answer>unclosed", "a"),
+    ],
+)
+def test_extract_tagged_answer(text, expected):
+    assert extract_tagged_answer(text) == expected
+
+
+def test_extract_tagged_answer_is_linear_on_pathological_input():
+    # A regex `<answer>(.*?)</answer>` rescans the tail from every opening tag: quadratic.
+    text = "<answer>" * 200_000
+    assert extract_tagged_answer(text) is None
+    assert extract_tagged_answer(text + "x</answer>") == "x"
