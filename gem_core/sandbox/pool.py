@@ -290,6 +290,14 @@ def _spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
     return _SPAWNER.submit(subprocess.Popen, cmd, **kwargs).result()
 
 
+def _forget_spawner_after_fork() -> None:
+    """A forked child inherits the executor but not its thread: start a new one on demand."""
+    global _SPAWNER, _SPAWNER_LOCK
+    _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_spawner_after_fork)
+
 
 class _Worker:
     """One pool slot: a zygote process and the pipes to it (used by one thread at a time)."""

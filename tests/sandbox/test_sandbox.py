@@ -163,3 +163,36 @@ def test_reduced_isolation_warns_once(monkeypatch):
     assert first.isolation == second.isolation == "rlimits"
     first.close()
     second.close()
+
+
+def test_a_forked_child_can_start_its_own_sandbox(sandbox):
+    # Regression: a child forked after the parent had started workers inherited the
+    # spawner thread pool without its thread, and hung on its first run.
+    import os
+
+    assert sandbox.run("print(1)").stdout.strip() == "1"
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: a fresh pool must work
+        os.close(read_fd)
+        try:
+            with Sandbox(size=1) as child:
+                out = child.run("print(2)", timeout=20).stdout.strip()
+        except BaseException as e:  # report anything to the parent
+            out = f"error: {e!r}"
+        os.write(write_fd, out.encode())
+        os._exit(0)
+    os.close(write_fd)
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung starting its sandbox")
+    with os.fdopen(read_fd) as f:
+        assert f.read() == "2"
+    assert sandbox.run("print(3)").stdout.strip() == "3"
