@@ -346,6 +346,17 @@ for _id, _dataset, _split, _what in (
 # (code: end)
 
 # --- ReasoningGym (gem_core.envs.reasoning_gym): rg:<name>, from a static name list. ---
+# A static tuple of names: importing it does not import reasoning_gym.
+from gem_core.envs.reasoning_gym import REGISTERED_NAMES as _RG_NAMES  # noqa: E402
+
+for _rg_name in _RG_NAMES:
+    register(
+        f"rg:{_rg_name}",
+        "gem_core.envs.reasoning_gym:ReasoningGymEnv",
+        kwargs={"name": _rg_name, "size": 500, "seed": 42},
+        max_turns=1,
+        description=f"ReasoningGym '{_rg_name}': one generated task, scored by its own score_answer.",
+    )
 # (rg: end)
 
 # --- Terminal (gem_core.envs.terminal): terminal:* shell tasks in the sandbox. ---

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gem_core.vector.async_vector_env import AsyncState, AsyncVectorEnv
 from gem_core.vector.make import make_vec
+from gem_core.vector.mixture import Mixture, MixtureEnv
 from gem_core.vector.sync_vector_env import SyncVectorEnv
 from gem_core.vector.vector_env import AutoresetMode, VectorEnv
 
@@ -14,4 +15,6 @@ __all__ = [
     "AsyncState",
     "AutoresetMode",
     "make_vec",
+    "Mixture",
+    "MixtureEnv",
 ]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import InvalidArgument
 from gem_core.registration import EnvSpec, WrapperSpec, make, spec
 from gem_core.vector.async_vector_env import AsyncVectorEnv
+from gem_core.vector.mixture import Mixture, MixtureEnv
 from gem_core.vector.sync_vector_env import SyncVectorEnv
 from gem_core.vector.vector_env import AutoresetMode, VectorEnv, expand_seed
 
@@ -23,7 +24,7 @@ _OPTIONS = {
 
 
 def make_vec(
-    env_id: str | EnvSpec | Sequence[str | EnvSpec],
+    env_id: str | EnvSpec | Sequence[str | EnvSpec] | Mixture | Mapping[str | EnvSpec, float],
     num_envs: int | None = None,
     *,
     vectorization_mode: str = "sync",
@@ -40,14 +41,24 @@ def make_vec(
     unknown id fails at once with close matches; the factories carry the `EnvSpec`
     itself, so they work under every multiprocessing start method.
 
+    Multi-task mixtures: pass ``{env_id: weight, ...}`` (or a `Mixture`, which also
+    takes per-id constructor kwargs). Every sub-env is then a `MixtureEnv` that draws
+    its id at every reset — autoresets included — in proportion to the weights,
+    reproducibly from its seed, and reports it in ``info["env_id"]``. A fixed split
+    (sub-env ``i`` always plays one id) is a plain list of ids instead.
+
     Example:
         >>> vec = make_vec("toy:Echo-v0", 4, vectorization_mode="async", seed=0)
         >>> obs, infos = vec.reset()           # seeds 0, 1, 2, 3
         >>> obs, rewards, terminated, truncated, infos = vec.step(["abc"] * 4)
         >>> vec.close()
+        >>> mix = make_vec({"game:GuessTheNumber-v0-easy": 0.5, "rg:leg_counting": 0.5}, 8, seed=0)
+        >>> obs, infos = mix.reset()
+        >>> [info["env_id"] for info in infos]  # a fresh draw per sub-env and per episode
 
     Args:
-        env_id: one id (or `EnvSpec`) for every sub-env, or a list with one per sub-env.
+        env_id: one id (or `EnvSpec`) for every sub-env, a list with one per sub-env, or
+            a weighted mixture (a `Mixture` or a dict ``{env_id: weight}``).
         num_envs: the number of sub-envs; default: the length of the ``env_id`` list,
             or 1.
         vectorization_mode: ``"sync"`` (`SyncVectorEnv`) or ``"async"`` (`AsyncVectorEnv`).
@@ -59,7 +70,8 @@ def make_vec(
             ``env -> env`` or `WrapperSpec`; picklable for the async mode unless the start
             method is fork).
         env_kwargs: constructor kwargs for every sub-env (a dict), or one dict per
-            sub-env (a list). ``max_turns`` here overrides the spec's turn limit.
+            sub-env (a list). ``max_turns`` here overrides the spec's turn limit. Not
+            with a mixture: give per-id kwargs as ``Mixture(weights, env_kwargs={id: {...}})``.
         **vector_kwargs: options of the vector class: ``on_error`` (both modes);
             ``num_workers``, ``context``, ``timeout`` (async).
 
@@ -68,11 +80,18 @@ def make_vec(
 
     Raises:
         InvalidArgument: a list of ids, kwargs or seeds whose length is not ``num_envs``;
-            a bad ``num_envs``, mode or option.
+            a bad ``num_envs``, mode or option; bad mixture weights (see `Mixture`).
         NameNotFound / VersionNotFound: an unknown id (with close matches).
         InvalidKwarg / EnvConstructionError: building a sub-env failed.
     """
-    if isinstance(env_id, (list, tuple)):
+    mixture: Mixture | None = None
+    if isinstance(env_id, Mapping):
+        env_id = Mixture(env_id)
+    if isinstance(env_id, Mixture):
+        mixture, ids = env_id, None
+        if num_envs is None:
+            num_envs = 1
+    elif isinstance(env_id, (list, tuple)):
         ids = list(env_id)
         if num_envs is None:
             num_envs = len(ids)
@@ -82,7 +101,9 @@ def make_vec(
             num_envs = 1
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise InvalidArgument(f"num_envs must be a positive int, got {num_envs!r}")
-    if ids is None:
+    if mixture is not None:
+        pass
+    elif ids is None:
         ids = [env_id] * num_envs
     elif len(ids) != num_envs:
         raise InvalidArgument(
@@ -104,6 +125,11 @@ def make_vec(
     autoreset_mode = AutoresetMode.coerce(autoreset_mode)
     seeds = expand_seed(seed, num_envs, where="make_vec(seed=...)")
 
+    if mixture is not None and env_kwargs is not None:
+        raise InvalidArgument(
+            "make_vec got env_kwargs with a mixture; ids take different arguments, so give them "
+            "per id: make_vec(Mixture(weights, env_kwargs={env_id: {...}}), ...)"
+        )
     if env_kwargs is None:
         kwargs_list: list[dict[str, Any]] = [{}] * num_envs
     elif isinstance(env_kwargs, dict):
@@ -128,11 +154,16 @@ def make_vec(
         )
     extra = tuple(wrappers) if wrappers else None
 
-    specs = [i if isinstance(i, EnvSpec) else spec(i) for i in ids]
-    env_fns = [
-        functools.partial(make, env_spec, wrappers=extra, **kw)
-        for env_spec, kw in zip(specs, kwargs_list, strict=True)
-    ]
+    if mixture is not None:
+        env_fns: list[Callable[[], Env]] = [
+            functools.partial(MixtureEnv, mixture, wrappers=extra) for _ in range(num_envs)
+        ]
+    else:
+        specs = [i if isinstance(i, EnvSpec) else spec(i) for i in ids]
+        env_fns = [
+            functools.partial(make, env_spec, wrappers=extra, **kw)
+            for env_spec, kw in zip(specs, kwargs_list, strict=True)
+        ]
     cls = SyncVectorEnv if vectorization_mode == "sync" else AsyncVectorEnv
     vec = cls(env_fns, autoreset_mode=autoreset_mode, **vector_kwargs)
     vec._first_reset_seed = seeds
