@@ -1,7 +1,7 @@
 """Learning evidence: does the CPU recipe learn, does gamma < 1 solve faster, how does ReBN compare?
 
-Runs ``recipes/cpu_reinforce_rebn.py`` once per (configuration, seed), one run at a time
-(each run is a subprocess using the recipe's own defaults unless overridden here), then
+Runs ``recipes/cpu_reinforce_rebn.py`` once per (configuration, seed), ``--jobs`` runs at
+a time (each run is a subprocess using the recipe's own defaults unless overridden here), then
 prints three tables from the runs' ``summary.json`` files:
 
 1. the default recipe's trained policy vs the random policy and the binary-search oracle
@@ -27,7 +27,9 @@ import argparse
 import json
 import math
 import statistics
+import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import sys
 import time
 from pathlib import Path
@@ -62,6 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--force", action="store_true", help="rerun runs that already have a summary.json")
     p.add_argument("--python", default=sys.executable, help="interpreter for the recipe")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (each gets --threads 1 when > 1)")
+    p.add_argument("--recipe-args", default="", help="extra recipe arguments for every run, e.g. '--history last'")
     return p.parse_args(argv)
 
 
@@ -81,6 +85,9 @@ def run_one(args: argparse.Namespace, name: str, seed: int, out_dir: Path) -> di
         cmd += ["--iterations", str(args.iterations)]
     if args.episodes_per_iter is not None:
         cmd += ["--episodes-per-iter", str(args.episodes_per_iter)]
+    if args.jobs > 1:
+        cmd += ["--threads", "1"]
+    cmd += shlex.split(args.recipe_args)
     print(f"  {run_name}: {' '.join(cmd[1:])}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=args.timeout)
@@ -135,9 +142,11 @@ def main(argv: list[str] | None = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     t0 = time.perf_counter()
-    for name in names:
-        print(f"== {name}", flush=True)
-        results[name] = [run_one(args, name, seed, out_dir) for seed in args.seeds]
+    jobs = [(name, seed) for name in names for seed in args.seeds]
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        summaries = list(pool.map(lambda job: run_one(args, job[0], job[1], out_dir), jobs))
+    for (name, _seed), summary in zip(jobs, summaries, strict=True):
+        results.setdefault(name, []).append(summary)
 
     any_run = next(iter(results.values()))[0]
     rargs = any_run["args"]

@@ -25,12 +25,14 @@ hidden integer in 1-10 within 4 turns from higher/lower hints, answering ``\\box
 3. **Evaluation.** Greedy decoding on held-out env seeds, next to the env's random policy
    and the binary-search oracle on the same seeds.
 
-What the model reads (``--history last``, the default): each turn's prompt is only the
-latest observation, which for this game already lists every guess and its hint
-(``Guesses so far: 5 (higher), 8 (lower). Enter your next guess.``); every turn is then a
-short training sample of its own (``layout="per_turn"``). ``--history chat`` prompts
-with the whole conversation instead (one packed sequence per episode); it is much slower
-to learn at this model size.
+What the model reads (``--history summary``, the default): each turn's prompt is the env's
+one-line state summary (`Env.state_summary`), ``Range 1-10; target in [6, 8]. Guesses so
+far: 5 (higher), 9 (lower). Enter your next guess.``, so every turn is a short training
+sample of its own (``layout="per_turn"``). The model still has to learn to read the
+interval and to bisect it. ``--history last`` shows the latest observation instead (it
+lists the guesses and hints but not the interval: the same game, learned more slowly and
+less reliably by this 123k-parameter model); ``--history chat`` prompts with the whole
+conversation (one packed sequence per episode; much slower to learn at this size).
 
 Outputs, in ``runs/<run_name>/``: ``metrics.csv`` (one row per iteration; ``nan`` where
 a value is undefined, e.g. turns to solve when nothing was solved), ``scalars.jsonl``
@@ -107,8 +109,8 @@ class Args:
     """attention heads of the tiny model"""
     init_std: float = 0.1
     """standard deviation of the random initial weights (0.1 rather than the usual 0.02: the initial model's outputs then depend on the prompt, and reading the hints is learned far sooner)"""
-    history: str = "last"
-    """what the model reads each turn: 'last' = the latest observation only (it lists every guess and hint; per-turn samples) or 'chat' = the whole conversation (one packed sequence per episode)"""
+    history: str = "summary"
+    """what the model reads each turn: 'last' = the latest observation only (it lists every guess and hint; per-turn samples), 'summary' = the env's one-line state summary instead (the hints already turned into the interval still possible; per-turn samples) or 'chat' = the whole conversation (one packed sequence per episode)"""
     system_prompt: str | None = None
     """a system message before each prompt (None: none; short prompts train faster)"""
     max_new_tokens: int = 8
@@ -158,8 +160,21 @@ class Args:
 
 
 ESTIMATOR_CHOICES = ("rebn", "grpo", "rloo", "reinforce")
-HISTORY_CHOICES = ("last", "chat")
+HISTORY_CHOICES = ("last", "summary", "chat")
 FORMAT_ERROR_CHOICES = ("terminate", "retry")
+
+
+class StateSummaryObservation(gem_core.ObservationWrapper):
+    """Replaces each observation with the env's one-line state summary (`Env.state_summary`).
+
+    For GuessTheNumber that is ``Range 1-10; target in [6, 8]. Guesses so far: 5 (higher),
+    9 (lower). Enter your next guess.``: the hints already turned into the interval that
+    is still possible. Used by ``--history summary``.
+    """
+
+    def observation(self, observation: Any) -> Any:
+        summary = self.env.unwrapped.state_summary()
+        return observation if summary is None else summary
 
 
 class LatestObservationFormatter(rl.ChatFormatter):
@@ -408,7 +423,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         hidden=args.hidden, layers=args.layers, heads=args.heads, init_std=args.init_std, seed=args.seed
     )
     print(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e3:.0f}k parameters", flush=True)
-    if args.history == "last":
+    if args.history in ("last", "summary"):
         formatter_cls, layout = LatestObservationFormatter, "per_turn"
     else:
         formatter_cls, layout = rl.ChatFormatter, "packed"
@@ -416,8 +431,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     policy = rl.TransformersPolicy(model, tokenizer, max_batch_size=args.episodes_per_iter)
 
     def collect(seeds: list[int], sampling: rl.SamplingParams, kwargs: dict[str, Any], who: Any = policy) -> list[rl.Episode]:
+        source: Any = args.env_id
+        if args.history == "summary":
+            make_kwargs = kwargs
+            source, kwargs = (lambda: StateSummaryObservation(gem_core.make(args.env_id, **make_kwargs))), None
         return rl.collect_episodes_sync(
-            args.env_id, who, formatter, seeds=seeds, sampling=sampling, layout=layout,
+            source, who, formatter, seeds=seeds, sampling=sampling, layout=layout,
             concurrency=len(seeds), env_kwargs=kwargs,
             truncated_response="penalize", truncation_reward=args.truncation_penalty,
         )  # fmt: skip
