@@ -291,9 +291,113 @@ register(
 )
 
 # --- Math (gem_core.envs.math): math:*, eval:MATH500 and the other math eval ids. ---
+register(
+    "math:ASDiv2K",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/ASDIV-2k", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:ASDiv2K"},
+    max_turns=1,
+    offline=False,
+    description="ASDiv arithmetic word problems: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "math:GSM8K",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/GSM-8k", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:GSM8K"},
+    max_turns=1,
+    offline=False,
+    description="GSM8K grade-school word problems: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "math:Math12K",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/MATH-12k", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:Math12K"},
+    max_turns=1,
+    offline=False,
+    description="MATH competition problems (12k): one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "math:Math8K-3to5",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/MATH-lvl3to5-8k", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:Math8K-3to5"},
+    max_turns=1,
+    offline=False,
+    description="MATH competition problems, levels 3-5: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "math:Orz57K",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/ORZ-57k", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:Orz57K"},
+    max_turns=1,
+    offline=False,
+    description="Open-Reasoner-Zero math problems: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "math:DeepScaleR40K",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/DeepScaleR-40K", "split": "train", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:DeepScaleR40K"},
+    max_turns=1,
+    offline=False,
+    description="DeepScaleR math problems: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "eval:MATH500",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/math-eval", "split": "math", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:MATH500"},
+    max_turns=1,
+    offline=False,
+    description="MATH500 evaluation set: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "eval:AMC",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/math-eval", "split": "amc", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:AMC"},
+    max_turns=1,
+    offline=False,
+    description="AMC evaluation set: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "eval:OlympiadBench",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/math-eval", "split": "olympiad_bench", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:OlympiadBench"},
+    max_turns=1,
+    offline=False,
+    description="OlympiadBench evaluation set: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "eval:Minerva",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/math-eval", "split": "minerva", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:Minerva"},
+    max_turns=1,
+    offline=False,
+    description="Minerva math evaluation set: one \\boxed{} answer, graded by math-verify.",
+)
+register(
+    "eval:AIME24",
+    "gem_core.envs.math:MathEnv",
+    kwargs={"dataset_name": "axon-rl/math-eval", "split": "aime24", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:AIME24"},
+    max_turns=1,
+    offline=False,
+    description="AIME 2024 evaluation set: one \\boxed{} answer, graded by math-verify.",
+)
 # (math: end)
 
 # --- Math with images (gem_core.envs.math_visual): math:Geometry3K and its eval id. ---
+register(
+    "math:Geometry3K",
+    "gem_core.envs.math_visual:MathVisualEnv",
+    kwargs={"dataset_name": "axon-rl/geometry3k", "split": "train", "image_key": "images", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "math:Geometry3K"},
+    max_turns=1,
+    offline=False,
+    description="Geometry3K: questions about a diagram (text + images), one \\boxed{} answer.",
+)
+register(
+    "eval:Geometry3K",
+    "gem_core.envs.math_visual:MathVisualEnv",
+    kwargs={"dataset_name": "axon-rl/geometry3k", "split": "test", "image_key": "images", "question_key": "problem", "answer_key": "answer", "max_turns": 1, "env_id": "eval:Geometry3K"},
+    max_turns=1,
+    offline=False,
+    description="Geometry3K test split: questions about a diagram (text + images), one \\boxed{} answer.",
+)
 # (math_visual: end)
 
 # --- QA (gem_core.envs.qa): qa:*, logic:RuleTaker-*, eval:QaOpen and the search-QA eval ids. ---

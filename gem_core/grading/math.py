@@ -1,0 +1,677 @@
+r"""Math answer grading: `extract_boxed`, and `MathGrader` (math-verify in a small, shared, killable pool).
+
+The math envs grade an answer in three steps:
+
+1. `extract_boxed` takes the content of the last ``\boxed{...}`` (or ``\fbox{...}``) of the
+   agent's response.
+2. A cheap fast path in the calling thread: the same string after light normalisation
+   (whitespace, ``$`` delimiters, ``\left``/``\right``, ``\dfrac``; also after dropping a
+   leading ``x=``) is correct; two plain integers (thousands commas allowed) compare by
+   value. No process is involved.
+3. Otherwise `math-verify <https://github.com/huggingface/Math-Verify>`_ parses both strings
+   (each wrapped in ``$...$`` unless it already has math delimiters, so reference answers
+   without ``$`` work) and compares them (``verify(reference, answer)``), in a worker of a
+   small process pool with a hard per-call timeout.
+
+The pool (`MathGrader`, default 2 workers) is shared by every env of the process through
+`get_grader`. Each worker is a fresh interpreter (``subprocess``, not ``fork``: safe in a
+process that runs threads or holds a GPU) that imports math-verify once and warms it up.
+A call that exceeds its timeout kills its worker; the answer is graded wrong and flagged
+(`GradeResult.timed_out`), a replacement starts in the background, and the killed worker's
+pipes are dropped, so a slow answer can never leak its result into a later grade (the
+reference GEM's per-env ``multiprocessing.Pool(1)`` does: after one slow grade its next
+answers read stale results). A worker that dies mid-call is handled the same way
+(`GradeResult.crashed`).
+
+Workers exit when their parent exits (pipe closed, or a parent-pid watchdog if they are
+busy), and the shared grader is closed ``atexit``. After ``os.fork`` the child drops the
+parent's grader without touching its workers; its next `get_grader` starts its own pool.
+
+Settings of the shared grader come from the environment: ``GEM_MATH_GRADER_WORKERS``
+(default 2) and ``GEM_MATH_GRADER_TIMEOUT`` (seconds, default 5).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_WORKERS",
+    "MAX_ANSWER_CHARS",
+    "GradeResult",
+    "GraderUnavailable",
+    "MathGrader",
+    "extract_boxed",
+    "get_grader",
+    "normalize_answer",
+]
+
+DEFAULT_WORKERS = 2
+"""Worker processes of the shared grader (override: ``GEM_MATH_GRADER_WORKERS``)."""
+DEFAULT_TIMEOUT_S = 5.0
+"""Per-call timeout of the shared grader, seconds (override: ``GEM_MATH_GRADER_TIMEOUT``)."""
+MAX_ANSWER_CHARS = 5_000
+"""Answers (and box contents) longer than this are graded wrong without parsing."""
+_MAX_BOX_CHARS = 20_000  # extract_boxed: a longer box is not an answer
+_MAX_BOX_CANDIDATES = 32  # extract_boxed: unclosed boxes tried before giving up
+_START_TIMEOUT_S = 120.0  # a worker must import math-verify and warm up within this
+_SPAWN_ATTEMPTS = 3
+
+
+class GraderUnavailable(Error, RuntimeError):
+    """The grader is closed, or none of its worker processes could be started."""
+
+
+@dataclass(frozen=True, slots=True)
+class GradeResult:
+    """The outcome of one grade.
+
+    Attributes:
+        correct: the answer is equivalent to the reference.
+        timed_out: grading exceeded its timeout; the worker was killed (``correct`` is False).
+        crashed: the worker died while grading (``correct`` is False).
+        error: why the answer could not be graded normally (timeout, crash, a math-verify
+            exception, an over-long answer), else ``None``.
+        fast_path: decided in the calling thread without math-verify.
+        seconds: wall time of the call, queueing for a free worker included.
+    """
+
+    correct: bool
+    timed_out: bool = False
+    crashed: bool = False
+    error: str | None = None
+    fast_path: bool = False
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+
+# --- extraction ----------------------------------------------------------------------------
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?:\s*\{|\s+([^\s${}]+))")
+_BRACE_RE = re.compile(r"[{}]")
+
+
+def _match_brace(text: str, i: int, limit: int) -> int:
+    """Index of the ``}`` closing the ``{`` just before ``text[i]``, or -1 before ``limit``.
+
+    Escaped braces (``\\{``, ``\\}``) count like any other: LaTeX sets keep them balanced.
+    """
+    depth = 1
+    for m in _BRACE_RE.finditer(text, i, limit):
+        if m.group() == "{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return m.start()
+    return -1
+
+
+def extract_boxed(text: Any) -> str | None:
+    r"""The content of the last complete ``\boxed{...}`` / ``\fbox{...}`` in ``text``.
+
+    Braces may nest (``\boxed{\frac{1}{2}}`` gives ``\frac{1}{2}``); ``\boxed 5`` (no
+    braces) counts too. An unclosed box is skipped in favour of the last complete one
+    before it. Boxes longer than 20,000 characters, and non-string input, give ``None``.
+    Work is bounded on any input (a 1 MB response takes milliseconds).
+
+    >>> extract_boxed(r"so \boxed{1} ... finally \boxed{\frac{1}{2}} and \boxed{3")
+    '\\frac{1}{2}'
+    """
+    if not isinstance(text, str) or "\\" not in text:
+        return None
+    found = [m for m in _BOX_RE.finditer(text)]
+    for m in reversed(found[-_MAX_BOX_CANDIDATES:]):
+        if m.group(1) is not None:
+            return m.group(1)
+        i = m.end()
+        close = _match_brace(text, i, min(len(text), i + _MAX_BOX_CHARS + 1))
+        if close >= 0:
+            return text[i:close]
+    return None
+
+
+# --- normalisation and the fast path ---------------------------------------------------------
+_DELIMS = re.compile(r"^\$+|\$+$|^\\\(|\\\)$|^\\\[|\\\]$")
+_SPACES = re.compile(r"\s+|\\[,;:! ]|~")
+_INT_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)")
+_VAR_EQ_RE = re.compile(r"[A-Za-z]=")
+_MATH_DELIM_RE = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
+
+
+def normalize_answer(s: str) -> str:
+    r"""A light canonical form for exact matching: no whitespace, math delimiters,
+    ``\left``/``\right``, ``\dfrac``/``\tfrac`` (as ``\frac``), or trailing period.
+
+    >>> normalize_answer(r" $\left( \dfrac{1}{2}, 3 \right)$. ")
+    '(\\frac{1}{2},3)'
+    """
+    s = s.strip()
+    prev = None
+    while prev != s:
+        prev = s
+        s = _DELIMS.sub("", s).strip()
+        if s.endswith("."):
+            s = s[:-1].rstrip()
+    s = s.replace("\\left", "").replace("\\right", "")
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    return _SPACES.sub("", s)
+
+
+def _fast_grade(answer: str, reference: str) -> bool | None:
+    """True/False when decidable without math-verify, else ``None``."""
+    a, r = normalize_answer(answer), normalize_answer(reference)
+    if not a:
+        return False
+    if a == r:
+        return True
+    if _VAR_EQ_RE.match(a) and "=" not in r and a[2:] == r:
+        return True  # "x=3" vs "3": math-verify agrees, but its equation handling is slow
+    if _INT_RE.fullmatch(a) and _INT_RE.fullmatch(r):
+        return _int_key(a) == _int_key(r)
+    return None
+
+
+def _int_key(s: str) -> tuple[bool, str]:
+    """An integer literal as (negative, digits): compares by value at any length."""
+    digits = s.replace(",", "").lstrip("-").lstrip("0") or "0"
+    return s.startswith("-") and digits != "0", digits
+
+
+def _as_latex(s: str) -> str:
+    """Wrap ``s`` in ``$...$`` unless it already carries math delimiters or a box."""
+    return s if _MATH_DELIM_RE.search(s) else f"${s}$"
+
+
+def _verify(answer: str, reference: str) -> bool:
+    """math-verify's verdict (runs in a worker; no timeouts of its own)."""
+    from math_verify import parse, verify
+
+    def _parse(s: str) -> list[Any]:
+        parsed = parse(_as_latex(s), parsing_timeout=None)
+        if not parsed and _as_latex(s) != s:
+            parsed = parse(s, parsing_timeout=None)
+        return parsed
+
+    gold = _parse(reference)
+    if not gold:
+        return False
+    pred = _parse(answer)
+    if not pred:
+        return False
+    return bool(verify(gold, pred, timeout_seconds=None))
+
+
+# --- the worker process ----------------------------------------------------------------------
+def _worker_main(read_fd: int, write_fd: int, parent_pid: int) -> None:  # pragma: no cover - in a subprocess
+    """Serve grade requests on a pipe pair until the parent closes it or exits."""
+    import logging
+    from multiprocessing.connection import Connection
+
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
+    rx = Connection(read_fd, writable=False)
+    tx = Connection(write_fd, readable=False)
+
+    def watchdog() -> None:  # a busy worker notices its parent's death too
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(0)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    _verify("\\frac{1}{2}", "0.5")  # import and warm up sympy / the LaTeX parser
+    tx.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = rx.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        answer, reference, debug = msg
+        if debug:
+            if debug.get("crash"):
+                os._exit(3)
+            if debug.get("sleep"):
+                time.sleep(float(debug["sleep"]))
+        try:
+            tx.send(("ok", _verify(answer, reference), None))
+        except Exception as e:  # noqa: BLE001 - math-verify raising is a graded 0, flagged
+            tx.send(("ok", False, f"{type(e).__name__}: {str(e)[:200]}"))
+
+
+_WORKER_CODE = (
+    "import sys; from gem_core.grading.math import _worker_main; "
+    "_worker_main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))"
+)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class _Worker:
+    __slots__ = ("proc", "tx", "rx")
+
+    def __init__(self, proc: subprocess.Popen, tx: Any, rx: Any):
+        self.proc = proc
+        self.tx = tx
+        self.rx = rx
+
+    def close_pipes(self) -> None:
+        for conn in (self.tx, self.rx):
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """Kill the process and reap it in the background; drop its pipes."""
+        self.close_pipes()
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self) -> None:
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
+class _Waiter:
+    __slots__ = ("event", "worker")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.worker: _Worker | None = None
+
+
+_ALL_GRADERS: weakref.WeakSet[MathGrader] = weakref.WeakSet()
+
+
+class MathGrader:
+    """A small process pool that grades math answers with math-verify, with hard timeouts.
+
+    Thread-safe: any number of threads may call `grade` at once; each call takes one idle
+    worker (waiting for one when all are busy). Normally one instance serves the whole
+    process: use `get_grader`. Workers start in the background at construction.
+
+    Args:
+        num_workers: worker processes (>= 1).
+        timeout: default per-call timeout in seconds (the time a worker may spend on one
+            answer; waiting for a free worker does not count).
+        max_answer_chars: longer answers are graded wrong (flagged) without parsing.
+
+    Raises:
+        DependencyNotInstalled: math-verify is missing (``pip install "gem-core[math]"``).
+        InvalidArgument: a non-positive ``num_workers`` or ``timeout``.
+    """
+
+    def __init__(
+        self,
+        num_workers: int = DEFAULT_WORKERS,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        *,
+        max_answer_chars: int = MAX_ANSWER_CHARS,
+    ):
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise InvalidArgument(
+                f"MathGrader(num_workers=...) must be an int >= 1, got {num_workers!r}"
+            )
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise InvalidArgument(
+                f"MathGrader(timeout=...) must be a positive number of seconds, got {timeout!r}"
+            )
+        if importlib.util.find_spec("math_verify") is None:
+            raise DependencyNotInstalled("math_verify", "math", "math answer grading")
+        self.num_workers = num_workers
+        self.timeout = float(timeout)
+        self.max_answer_chars = int(max_answer_chars)
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._free: list[_Worker] = []
+        self._waiters: collections.deque[_Waiter] = collections.deque()
+        self._workers: set[_Worker] = set()
+        self._spawning = 0
+        self._spawn_error: str | None = None
+        self._closed = False
+        self.restarts = 0
+        """Workers replaced after a timeout or a crash (for monitoring)."""
+        _ALL_GRADERS.add(self)
+        for _ in range(num_workers):
+            self._spawn_async()
+
+    # --- pool management -----------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (or the grader was inherited across a fork)."""
+        return self._closed
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (for tests and memory accounting)."""
+        with self._lock:
+            return sorted(w.proc.pid for w in self._workers)
+
+    def _spawn_async(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._spawning += 1
+        threading.Thread(target=self._spawn, name="gem-math-grader-spawn", daemon=True).start()
+
+    def _spawn(self) -> None:
+        last_error = ""
+        try:
+            for attempt in range(_SPAWN_ATTEMPTS):
+                if self._closed:
+                    return
+                worker, last_error = self._start_worker()
+                if worker is not None:
+                    with self._lock:
+                        if self._closed:
+                            worker.kill()
+                            return
+                        self._workers.add(worker)
+                        self._spawn_error = None
+                    self._release(worker)
+                    return
+                time.sleep(0.5 * (attempt + 1))
+            with self._lock:
+                self._spawn_error = last_error
+        finally:
+            with self._lock:
+                self._spawning -= 1
+
+    def _start_worker(self) -> tuple[_Worker | None, str]:
+        from multiprocessing.connection import Connection
+
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p
+        )
+        env.setdefault("OMP_NUM_THREADS", "1")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE, str(req_r), str(res_w), str(os.getpid())],
+                pass_fds=(req_r, res_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as e:
+            for fd in (req_r, req_w, res_r, res_w):
+                os.close(fd)
+            return None, f"could not start {sys.executable}: {e}"
+        os.close(req_r)
+        os.close(res_w)
+        worker = _Worker(proc, Connection(req_w, readable=False), Connection(res_r, writable=False))
+        try:
+            ready = worker.rx.poll(_START_TIMEOUT_S)
+            msg = worker.rx.recv() if ready else None
+        except (EOFError, OSError):
+            msg = None
+        if msg is not None and msg[0] == "ready":
+            # The worker's stderr is drained in the background so it can never block.
+            threading.Thread(target=_drain, args=(proc.stderr,), daemon=True).start()
+            return worker, ""
+        worker.kill()
+        try:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        except Exception:  # noqa: BLE001
+            err = ""
+        tail = " | ".join(err.strip().splitlines()[-3:]) or "no output"
+        why = "did not start in time" if msg is None and proc.poll() is None else "exited"
+        return None, f"math grader worker {why} (stderr: {tail})"
+
+    def _unusable(self) -> str | None:
+        """Why no worker can be handed out (closed, or none could start); call under the lock."""
+        if self._closed:
+            return "the math grader is closed; use gem_core.grading.math.get_grader() for a live one"
+        if not self._workers and self._spawning == 0:
+            return (
+                f"no math grader worker could be started: {self._spawn_error or 'unknown reason'}. "
+                f"Check that `{sys.executable} -c 'import math_verify'` works."
+            )
+        return None
+
+    def _acquire(self) -> _Worker:
+        """An idle worker; callers are served first come, first served."""
+        with self._lock:
+            problem = self._unusable()
+            if problem:
+                raise GraderUnavailable(problem)
+            if self._free and not self._waiters:
+                return self._free.pop()
+            waiter = _Waiter()
+            self._waiters.append(waiter)
+        while True:
+            if waiter.event.wait(0.25):
+                return waiter.worker  # type: ignore[return-value]
+            with self._lock:
+                if waiter.worker is not None:
+                    return waiter.worker
+                problem = self._unusable()
+                if problem:
+                    self._waiters.remove(waiter)
+                    raise GraderUnavailable(problem)
+
+    def _release(self, worker: _Worker) -> None:
+        """Hand a ready worker to the longest-waiting caller, or park it."""
+        with self._lock:
+            if self._closed or worker not in self._workers:
+                return
+            if self._waiters:
+                waiter = self._waiters.popleft()
+                waiter.worker = worker
+                waiter.event.set()
+            else:
+                self._free.append(worker)
+
+    def _discard(self, worker: _Worker) -> None:
+        """Kill a worker (timeout, crash) and start its replacement."""
+        with self._lock:
+            self._workers.discard(worker)
+            self.restarts += 1
+        worker.kill()
+        self._spawn_async()
+
+    # --- grading -------------------------------------------------------------------------
+    def grade(self, answer: Any, reference: Any, timeout: float | None = None) -> bool:
+        """Whether ``answer`` is equivalent to ``reference`` (see `grade_result`)."""
+        return self.grade_result(answer, reference, timeout).correct
+
+    def grade_result(
+        self,
+        answer: Any,
+        reference: Any,
+        timeout: float | None = None,
+        *,
+        _debug: dict[str, Any] | None = None,
+    ) -> GradeResult:
+        r"""Grade ``answer`` against ``reference`` and say how it went.
+
+        Args:
+            answer: the final answer (e.g. a box's content); if it still holds a
+                ``\boxed{}``, the last box is graded. Numbers are converted with ``str``.
+            reference: the reference answer, with or without ``$`` delimiters.
+            timeout: seconds a worker may spend on it (default: the grader's ``timeout``).
+            _debug: testing only: ``{"sleep": s}`` makes the worker sleep ``s`` seconds
+                first, ``{"crash": True}`` makes it exit; both skip the fast path.
+
+        Returns:
+            A `GradeResult`; ``correct`` is False for a timeout, a crash, a math-verify
+            error or an answer over ``max_answer_chars`` (each flagged).
+
+        Raises:
+            GraderUnavailable: the grader is closed, or no worker could be started.
+        """
+        start = time.perf_counter()
+        answer = answer if isinstance(answer, str) else "" if answer is None else str(answer)
+        reference = reference if isinstance(reference, str) else str(reference)
+        if "\\boxed" in answer or "\\fbox" in answer:
+            answer = extract_boxed(answer) or ""
+        if len(answer) > self.max_answer_chars:
+            return GradeResult(
+                False,
+                error=f"answer of {len(answer)} characters is over the {self.max_answer_chars} limit",
+                fast_path=True,
+                seconds=time.perf_counter() - start,
+            )
+        if not _debug:
+            fast = _fast_grade(answer, reference)
+            if fast is not None:
+                return GradeResult(fast, fast_path=True, seconds=time.perf_counter() - start)
+        if os.getpid() != self._pid:
+            raise GraderUnavailable(
+                "this MathGrader belongs to the parent process (it was inherited across a fork); "
+                "call gem_core.grading.math.get_grader() in the child"
+            )
+        limit = self.timeout if timeout is None else float(timeout)
+        worker = self._acquire()
+        try:
+            worker.tx.send((answer, reference, _debug))
+            if worker.rx.poll(limit):
+                _, correct, error = worker.rx.recv()
+            else:
+                self._discard(worker)
+                return GradeResult(
+                    False,
+                    timed_out=True,
+                    error=f"grading took longer than {limit:g} s; the worker was restarted",
+                    seconds=time.perf_counter() - start,
+                )
+        except (EOFError, OSError) as e:
+            closed = self._closed
+            self._discard(worker)
+            if closed:
+                raise GraderUnavailable("the math grader was closed during a grade") from e
+            return GradeResult(
+                False,
+                crashed=True,
+                error=f"the grader worker died ({type(e).__name__}); it was restarted",
+                seconds=time.perf_counter() - start,
+            )
+        self._release(worker)
+        return GradeResult(bool(correct), error=error, seconds=time.perf_counter() - start)
+
+    # --- lifetime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every worker. Safe to call twice; later grades raise `GraderUnavailable`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._workers)
+            self._workers.clear()
+        if os.getpid() != self._pid:
+            return
+        for w in workers:
+            try:
+                w.tx.send(None)
+            except OSError:
+                pass
+            w.kill()
+
+    def _abandon(self) -> None:
+        """In a forked child: forget the parent's workers without signalling them."""
+        self._closed = True
+        self._lock = threading.Lock()
+        for w in list(self._workers):
+            w.close_pipes()
+        self._workers = set()
+        self._free = []
+        self._waiters = collections.deque()
+
+    def __enter__(self) -> MathGrader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._workers)} workers"
+        return f"<MathGrader {state}, timeout {self.timeout:g} s>"
+
+
+def _drain(stream: Any) -> None:
+    try:
+        while stream.read(65536):
+            pass
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# --- the process-wide instance ---------------------------------------------------------------
+_SHARED: MathGrader | None = None
+_SHARED_LOCK = threading.Lock()
+_ATEXIT_REGISTERED = False
+
+
+def _env_number(name: str, default: float, cast: type) -> Any:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return cast(raw)
+    except ValueError:
+        raise InvalidArgument(
+            f"${name} must be a {cast.__name__}, got {raw!r}; unset it for the default {default}"
+        ) from None
+
+
+def get_grader() -> MathGrader:
+    """The process-wide `MathGrader` every math env uses (created on first call).
+
+    A closed shared grader, or one inherited across a fork, is replaced by a new one.
+    """
+    global _SHARED, _ATEXIT_REGISTERED
+    with _SHARED_LOCK:
+        g = _SHARED
+        if g is None or g.closed or g._pid != os.getpid():
+            g = MathGrader(
+                _env_number("GEM_MATH_GRADER_WORKERS", DEFAULT_WORKERS, int),
+                _env_number("GEM_MATH_GRADER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
+            )
+            _SHARED = g
+            if not _ATEXIT_REGISTERED:
+                atexit.register(_close_shared)
+                _ATEXIT_REGISTERED = True
+        return g
+
+
+def _close_shared() -> None:
+    g = _SHARED
+    if g is not None:
+        g.close()
+
+
+def _after_fork_in_child() -> None:
+    global _SHARED, _SHARED_LOCK
+    _SHARED = None
+    _SHARED_LOCK = threading.Lock()
+    for g in list(_ALL_GRADERS):
+        g._abandon()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
