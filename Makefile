@@ -11,7 +11,16 @@ STAMP_KEY := $(shell cat pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-play test bench lint venv clean-venv system-deps
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps
+
+# The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
+# gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
+# requirements, its pyproject, the core's pyproject and the clone's location.
+VERL_DIR := integrations/verl
+VERL_VENV ?= $(GEM_CACHE)/venv-verl
+VERL_PY := $(VERL_VENV)/bin/python
+VERL_STAMP_KEY := $(shell cat $(VERL_DIR)/requirements-test.txt $(VERL_DIR)/pyproject.toml pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+VERL_STAMP := $(VERL_VENV)/.installed-$(VERL_STAMP_KEY)
 
 $(STAMP): pyproject.toml
 	@mkdir -p "$(GEM_CACHE)"
@@ -22,6 +31,16 @@ $(STAMP): pyproject.toml
 	@touch "$(STAMP)"
 
 venv: $(STAMP)
+
+$(VERL_STAMP): $(VERL_DIR)/requirements-test.txt $(VERL_DIR)/pyproject.toml pyproject.toml
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(VERL_PY)" || $(PYTHON) -m venv "$(VERL_VENV)"
+	"$(VERL_PY)" -m pip install --quiet --upgrade pip
+	"$(VERL_PY)" -m pip install --quiet -r $(VERL_DIR)/requirements-test.txt -e . -e $(VERL_DIR)
+	@rm -f "$(VERL_VENV)"/.installed-*
+	@touch "$(VERL_STAMP)"
+
+venv-verl: $(VERL_STAMP)
 
 # bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
 # exists (as root or through sudo); elsewhere install it with your package manager. Without
@@ -42,8 +61,14 @@ demo: $(STAMP)
 demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
-test: system-deps $(STAMP)
+# The core tests in the core venv, then each adapter's tests in its own venv.
+test: test-core test-verl
+
+test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
+
+test-verl: $(VERL_STAMP)
+	cd $(VERL_DIR) && "$(VERL_PY)" -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
@@ -52,4 +77,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)"

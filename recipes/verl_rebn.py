@@ -1,0 +1,313 @@
+# Launch on one node with 8 GPUs (verl 0.9 with vLLM, plus gem-core and gem-verl):
+#
+#     pip install -e . -e integrations/verl "verl[vllm]>=0.9.1,<0.10"
+#     python recipes/verl_rebn.py --model-path Qwen/Qwen3-1.7B --n-gpus-per-node 8
+#
+# Check the command and write the dataset without launching:
+#
+#     python recipes/verl_rebn.py --dry-run
+#
+# Variants: --env-id game:GuessTheNumber-v0-hard --gamma 1.0     Every argument: ... --help
+# Extra verl (Hydra) overrides go after `--`, e.g. `-- trainer.total_training_steps=20`.
+"""Multi-turn REINFORCE + ReBN on GEM envs with verl (the gem_agent loop, the rebn estimator).
+
+1. **Dataset.** One Parquet row per episode to play: the env id and the env seed (train
+   seeds ``0..train_seeds-1``, validation seeds from ``val_seed_offset``), plus the
+   columns verl's ``RLHFDataset`` needs (a placeholder ``prompt``, ``data_source``,
+   ``agent_name="gem_agent"``, ``extra_info``). The env's reset observation is the real
+   prompt.
+2. **Agent loop config.** A small YAML naming ``gem_agent``'s arguments (turn limit,
+   tokens per turn, system prompt), passed as
+   ``actor_rollout_ref.rollout.agent.agent_loop_config_path``.
+3. **Training.** ``python -m verl.trainer.main_ppo`` (verl's v1 trainer) with
+   ``algorithm.adv_estimator=rebn``: each row plays one episode of its env through
+   verl's LLM server (``gem_agent``, packed multi-turn sequences, per-turn rewards on
+   each turn's last token), then ReBN turns the per-turn rewards into discounted
+   returns ``G_t`` (``algorithm.gamma``) normalised over every turn of the batch, and
+   verl's PPO actor update trains on them (no critic, no KL in the reward). Both pieces
+   come from gem-verl's ``verl.plugins`` entry point: installing gem-verl is enough.
+
+Outputs: verl's (console logger by default; ``-- trainer.logger='[console,wandb]'`` for
+more), checkpoints under ``checkpoints/<project>/<experiment>``; the dataset and the
+agent loop YAML under ``--data-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Args:
+    env_id: str = "game:GuessTheNumber-v0-easy"
+    """the gem_core env every row plays (any registered id, see `gem list`)"""
+    model_path: str = "Qwen/Qwen3-1.7B"
+    """the policy: a Hugging Face model id or local directory"""
+    train_seeds: int = 8192
+    """training rows: env seeds 0 .. train_seeds-1, one episode each"""
+    val_seeds: int = 256
+    """validation rows: env seeds val_seed_offset .. val_seed_offset+val_seeds-1"""
+    val_seed_offset: int = 1_000_000
+    """first validation seed (far from the training seeds)"""
+    data_dir: str = "data/verl_rebn"
+    """where the Parquet files and the agent loop YAML are written"""
+    gamma: float = 0.9
+    """discount of the per-turn returns (algorithm.gamma)"""
+    max_turns: int | None = None
+    """the engine's turn limit per episode (None: the env's own limit)"""
+    max_tokens_per_turn: int = 512
+    """the most tokens one response may have"""
+    system_prompt: str | None = None
+    """a leading system message for every episode (None: none)"""
+    prompt_length: int = 1024
+    """token budget of the first observation (data.max_prompt_length)"""
+    response_length: int = 4096
+    """token budget of all turns together, generated + env tokens (data.max_response_length)"""
+    train_batch_size: int = 128
+    """episodes (rows) per training step"""
+    rollout_n: int = 1
+    """episodes per row (rollout.n; ReBN needs no groups)"""
+    ppo_mini_batch_size: int = 64
+    """rows per actor update mini-batch"""
+    lr: float = 1e-6
+    """actor learning rate"""
+    temperature: float = 1.0
+    """sampling temperature of the rollouts"""
+    total_epochs: int = 15
+    """passes over the training rows"""
+    n_gpus_per_node: int = 8
+    """GPUs per node (trainer.n_gpus_per_node)"""
+    nnodes: int = 1
+    """nodes (trainer.nnodes)"""
+    tensor_parallel_size: int = 1
+    """vLLM tensor parallel size per rollout replica"""
+    gpu_memory_utilization: float = 0.6
+    """vLLM's share of each GPU's memory"""
+    rollout_name: str = "vllm"
+    """the rollout server: vllm or sglang"""
+    project_name: str = "gem"
+    """trainer.project_name"""
+    experiment_name: str = "verl_rebn"
+    """trainer.experiment_name"""
+    seed: int = 1
+    """data shuffling seed (data.seed)"""
+    dry_run: bool = False
+    """write the dataset and the agent loop YAML, validate and print the command, do not launch"""
+
+
+ROLLOUT_CHOICES = ("vllm", "sglang")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each dataclass field (the CleanRL/tyro convention), by name."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
+                docs[node.target.id] = " ".join(str(nxt.value.value).split())
+    return docs
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
+    """`Args` from ``--kebab-case`` options; everything after ``--`` is extra Hydra overrides."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    docs = field_docs(Args)
+    scalars = {"int": int, "float": float, "str": str}
+    for f in dataclasses.fields(Args):
+        flag, kind = "--" + f.name.replace("_", "-"), str(f.type).replace(" ", "")
+        if kind == "bool":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
+            continue
+        optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
+
+        def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
+            return None if optional and text.lower() == "none" else base(text)
+
+        convert.__name__ = base.__name__
+        parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
+    args = Args(**vars(parser.parse_args(argv)))
+    if args.rollout_name not in ROLLOUT_CHOICES:
+        parser.error(f"--rollout-name must be one of {', '.join(ROLLOUT_CHOICES)}, got {args.rollout_name!r}")
+    if not 0.0 <= args.gamma <= 1.0:
+        parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
+    for name in ("train_seeds", "val_seeds", "prompt_length", "response_length", "train_batch_size",
+                 "rollout_n", "ppo_mini_batch_size", "max_tokens_per_turn", "total_epochs",
+                 "n_gpus_per_node", "nnodes", "tensor_parallel_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.ppo_mini_batch_size > args.train_batch_size:
+        parser.error(
+            f"--ppo-mini-batch-size ({args.ppo_mini_batch_size}) must not exceed "
+            f"--train-batch-size ({args.train_batch_size})"
+        )
+    if args.max_tokens_per_turn > args.response_length:
+        parser.error(
+            f"--max-tokens-per-turn ({args.max_tokens_per_turn}) must not exceed "
+            f"--response-length ({args.response_length}), the budget of all turns together"
+        )
+    return args, extra
+
+
+def write_dataset(path: Path, env_id: str, seeds: range) -> int:
+    """One Parquet row per seed: the env id and seed, plus the columns RLHFDataset needs."""
+    import pandas as pd
+
+    rows = [
+        {
+            "data_source": f"gem:{env_id}",
+            # A placeholder: gem_agent prompts with the env's reset observation.
+            "prompt": [{"role": "user", "content": f"Play {env_id} (seed {seed})."}],
+            "agent_name": "gem_agent",
+            "env_id": env_id,
+            "seed": int(seed),
+            "reward_model": {"style": "gem_env", "ground_truth": ""},
+            "extra_info": {"index": i, "env_id": env_id, "seed": int(seed)},
+        }
+        for i, seed in enumerate(seeds)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return len(rows)
+
+
+def write_agent_loop_config(path: Path, args: Args) -> None:
+    """The agent loop YAML: gem_agent with this run's arguments (JSON is valid YAML)."""
+    entry = {
+        "name": "gem_agent",
+        "_target_": "gem_verl.agent_loop.GemAgentLoop",
+        "max_turns": args.max_turns,
+        "max_tokens_per_turn": args.max_tokens_per_turn,
+        "system_prompt": args.system_prompt,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([entry], indent=2) + "\n")
+
+
+def verl_overrides(args: Args, train: Path, val: Path, agent_config: Path) -> list[str]:
+    """The Hydra overrides of verl's ``ppo_trainer`` config for this run."""
+    opt = lambda v: "null" if v is None else v  # noqa: E731
+    return [
+        # ReBN: per-turn discounted returns, normalised over the batch; no critic, no KL reward.
+        "algorithm.adv_estimator=rebn",
+        f"algorithm.gamma={args.gamma}",
+        "algorithm.use_kl_in_reward=False",
+        # The env rows.
+        f"data.train_files={train}",
+        f"data.val_files={val}",
+        f"data.train_batch_size={args.train_batch_size}",
+        f"data.max_prompt_length={args.prompt_length}",
+        f"data.max_response_length={args.response_length}",
+        f"data.seed={args.seed}",
+        "data.filter_overlong_prompts=False",
+        # The policy and its update.
+        f"actor_rollout_ref.model.path={args.model_path}",
+        f"actor_rollout_ref.actor.optim.lr={args.lr}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={args.ppo_mini_batch_size}",
+        "actor_rollout_ref.actor.use_kl_loss=False",
+        # Rollouts: verl's LLM server, the gem_agent loop.
+        f"actor_rollout_ref.rollout.name={args.rollout_name}",
+        f"actor_rollout_ref.rollout.n={args.rollout_n}",
+        f"actor_rollout_ref.rollout.temperature={args.temperature}",
+        f"actor_rollout_ref.rollout.tensor_model_parallel_size={args.tensor_parallel_size}",
+        f"actor_rollout_ref.rollout.gpu_memory_utilization={args.gpu_memory_utilization}",
+        "actor_rollout_ref.rollout.agent.default_agent_loop=gem_agent",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_config}",
+        # The GPU layout and bookkeeping.
+        f"trainer.n_gpus_per_node={args.n_gpus_per_node}",
+        f"trainer.nnodes={args.nnodes}",
+        f"trainer.total_epochs={args.total_epochs}",
+        f"trainer.project_name={args.project_name}",
+        f"trainer.experiment_name={args.experiment_name}",
+        "trainer.logger=[console]",
+        "trainer.val_before_train=True",
+        f"trainer.test_freq={opt(10)}",
+        f"trainer.save_freq={opt(50)}",
+    ]
+
+
+def validate(overrides: list[str], env_id: str) -> list[str]:
+    """Compose verl's shipped config with the overrides and check the plugin; returns problems."""
+    problems: list[str] = []
+    try:
+        import gem_core
+
+        gem_core.spec(env_id)
+    except Exception as exc:  # unknown env id: "did you mean"
+        problems.append(f"env: {exc}")
+    try:
+        import verl
+        from hydra import compose, initialize_config_dir
+    except ImportError as exc:
+        problems.append(f"verl is not importable ({exc}); install verl>=0.9.1,<0.10 and gem-verl")
+        return problems
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+    if "gem_agent" not in _agent_loop_registry or "rebn" not in ADV_ESTIMATOR_REGISTRY:
+        problems.append(
+            "gem_agent / rebn are not registered after `import verl`: install gem-verl "
+            "(pip install -e integrations/verl) so its verl.plugins entry point loads"
+        )
+    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base=None):
+            cfg = compose("ppo_trainer", overrides=overrides)
+        if cfg.algorithm.adv_estimator != "rebn" or cfg.actor_rollout_ref.rollout.agent.default_agent_loop != "gem_agent":
+            problems.append("the composed config does not select rebn / gem_agent")
+        if cfg.actor_rollout_ref.rollout.response_length != cfg.data.max_response_length:
+            problems.append("rollout.response_length does not follow data.max_response_length")
+    except Exception as exc:
+        problems.append(f"verl's config rejects the overrides: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, extra = parse_args(argv)
+
+    # Prologue: where things go.
+    data_dir = Path(args.data_dir).resolve()
+    train, val = data_dir / "train.parquet", data_dir / "val.parquet"
+    agent_config = data_dir / "agent_loop.yaml"
+
+    # 1. The dataset: env ids and seeds.
+    n_train = write_dataset(train, args.env_id, range(args.train_seeds))
+    n_val = write_dataset(val, args.env_id, range(args.val_seed_offset, args.val_seed_offset + args.val_seeds))
+    print(f"wrote {n_train} training rows to {train} and {n_val} validation rows to {val}")
+
+    # 2. The agent loop's arguments.
+    write_agent_loop_config(agent_config, args)
+
+    # 3. verl's trainer with rebn and gem_agent.
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *verl_overrides(args, train, val, agent_config), *extra]
+    print("command:\n  " + " \\\n    ".join(shlex.quote(c) for c in command))
+    if args.dry_run:
+        problems = validate(command[3:], args.env_id)
+        for p in problems:
+            print(f"problem: {p}", file=sys.stderr)
+        print("dry run: " + ("the command is valid; not launched" if not problems else "fix the problems above"))
+        return 1 if problems else 0
+    return subprocess.call(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
