@@ -10,6 +10,7 @@ PY := $(VENV)/bin/python
 STAMP_KEY := $(shell cat pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
 .PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps
 
@@ -55,8 +56,9 @@ system-deps:
 	    echo "note: could not install bubblewrap; sandbox tests needing it will be skipped"; \
 	  else echo "note: no apt-get; install bubblewrap for full sandbox isolation"; fi; }
 
+# The main job: a tiny LM learns GuessTheNumber with REINFORCE + ReBN on the CPU (~8 min).
 demo: $(STAMP)
-	"$(PY)" recipes/demo_play.py
+	"$(PY)" recipes/cpu_reinforce_rebn.py $(DEMO_ARGS)
 
 demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
