@@ -139,6 +139,7 @@ def _eval_settings(args: argparse.Namespace) -> dict:
         "env_ids": args.env_ids or None,
         "base_url": args.base_url,
         "model": args.model,
+        "api": args.api,
         "episodes": args.episodes,
         "seed": args.seed,
         "tokenizer": args.tokenizer,
@@ -267,18 +268,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "eval", help="evaluate a served model on envs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run episodes of each ENV_ID against an OpenAI-compatible /v1/completions\n"
-        "endpoint (vLLM, SGLang) and write per-episode records, a summary (success with\n"
-        "95% Wilson interval, mean return and turns, format-error rate, tool calls) and a\n"
-        "manifest to --out. Episode i of each env uses seed S+i. Ctrl-C stops cleanly\n"
-        "(finished episodes are kept); --resume continues a run.",
-        epilog="example:\n  gem eval game:GuessTheNumber-v0-easy --base-url http://127.0.0.1:8000/v1 "
-        "--model Qwen/Qwen3-1.7B --episodes 50 --out runs/qwen-gtn")
+        description="Run episodes of each ENV_ID against an OpenAI-compatible endpoint and write\n"
+        "per-episode records, a summary (success with 95% Wilson interval, mean return and\n"
+        "turns, format-error rate, tool calls) and a manifest to --out. Episode i of each env\n"
+        "uses seed S+i. Ctrl-C stops cleanly (finished episodes are kept); --resume continues\n"
+        "a run.\n\n"
+        "--api completions (default): token ids to /v1/completions (vLLM, SGLang); the chat\n"
+        "  template is applied here with the served model's tokenizer (--tokenizer), so\n"
+        "  prompts are token-exact and --max-context is enforced exactly.\n"
+        "--api chat: chat messages to /v1/chat/completions, text back (OpenAI, hosted APIs,\n"
+        "  vLLM/SGLang); the server applies its chat template, no tokenizer needed; token\n"
+        "  counts come from the responses' usage (null when absent).",
+        epilog="examples:\n  gem eval game:GuessTheNumber-v0-easy --base-url http://127.0.0.1:8000/v1 "
+        "--model Qwen/Qwen3-1.7B --episodes 50 --out runs/qwen-gtn\n"
+        "  gem eval game:GuessTheNumber-v0-easy --api chat --base-url https://api.openai.com/v1 "
+        "--model gpt-4o-mini --episodes 50 --out runs/4o-mini-gtn   # key from $OPENAI_API_KEY")
     p.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="registered env ids (see gem list)")
     p.add_argument("--base-url", help="API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="served model name")
-    p.add_argument("--tokenizer", help="tokenizer name or directory (default: --model); token ids are "
-                   "sent, so it must match the served model")
+    p.add_argument("--api", choices=("completions", "chat"),
+                   help="endpoint mode: completions (token ids, default) or chat (messages, no tokenizer)")
+    p.add_argument("--tokenizer", help="tokenizer name or directory (default: --model); --api completions "
+                   "only: token ids are sent, so it must match the served model")
     p.add_argument("--episodes", type=int, help="episodes per env (default 10)")
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
     p.add_argument("--seed", type=int, help="base seed: episode i resets with seed+i (default 0)")

@@ -33,7 +33,9 @@ SUMMARY_MD = "summary.md"
 MANIFEST_FORMAT = "gem-eval/1"
 
 
-def episode_record(episode: Any, *, index: int, sampling_seed: int | None) -> dict[str, Any]:
+def episode_record(
+    episode: Any, *, index: int, sampling_seed: int | None, api: str = "completions"
+) -> dict[str, Any]:
     """One JSON-able record of a finished `gem_core.rl.Episode`.
 
     Keys: ``env_id``, ``index`` (episode number within the env; with ``env_id`` the
@@ -45,6 +47,10 @@ def episode_record(episode: Any, *, index: int, sampling_seed: int | None) -> di
     token limit), ``tool_calls`` (``{tool name: calls run}``), ``prompt_tokens`` (prompt
     tokens sent, summed over requests), ``generated_tokens``, ``latency_s`` (wall time
     of the episode), ``template_rewrite``.
+
+    Token counts: with ``api="completions"`` they are counted from the turns' token ids;
+    with ``api="chat"`` (text-level episodes, no token ids) they are the servers'
+    ``usage`` counts from ``episode.stats`` — ``None`` when a response lacked them.
     """
     turns = list(episode.turns)
     tools: dict[str, int] = {}
@@ -76,11 +82,18 @@ def episode_record(episode: Any, *, index: int, sampling_seed: int | None) -> di
         "format_errors": sum(1 for t in turns if t.format_error),
         "truncated_responses": sum(1 for t in turns if t.response_truncated),
         "tool_calls": tools,
-        "prompt_tokens": sent,
-        "generated_tokens": sum(len(t.response_ids) for t in turns),
+        "prompt_tokens": sent if api != "chat" else _usage(episode, "prompt_tokens"),
+        "generated_tokens": sum(len(t.response_ids) for t in turns)
+        if api != "chat"
+        else _usage(episode, "generated_tokens"),
         "latency_s": float(episode.stats.get("wall_time_s", 0.0)),
         "template_rewrite": bool(episode.template_rewrite),
     }
+
+
+def _usage(episode: Any, key: str) -> int | None:
+    value = episode.stats.get(key)
+    return None if value is None else int(value)
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -92,7 +92,8 @@ def report(
             "",
             f"- run: `{r['dir']}` (status: {m.get('status', '?')}, "
             f"{len(r['records'])}/{counts.get('wanted', '?')} episodes)",
-            f"- endpoint: {m.get('endpoint', {}).get('base_url')}, model `{cfg.get('model')}`, "
+            f"- endpoint: {m.get('endpoint', {}).get('base_url')} "
+            f"({m.get('endpoint', {}).get('api', 'completions')} API), model `{cfg.get('model')}`, "
             f"temperature {cfg.get('temperature')}, top_p {cfg.get('top_p')}, "
             f"max tokens {cfg.get('max_tokens')}, seed {cfg.get('seed')}",
             f"- tools: {', '.join(cfg.get('tools') or []) or 'none'}; wrappers: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
+import functools
 import os
 import platform
 import signal
@@ -13,7 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,16 @@ __all__ = [
     "evaluate",
     "check_endpoint",
     "build_env",
+    "API_MODES",
     "WRAPPER_NAMES",
     "TOOL_NAMES",
     "CONFIG_DEFAULTS",
 ]
+
+#: Endpoint modes for ``api=`` / ``--api``: token ids to ``/v1/completions`` (the
+#: default: token-exact, needs the served model's tokenizer locally) or chat messages to
+#: ``/v1/chat/completions`` (text in, text out: no tokenizer, any OpenAI-compatible API).
+API_MODES = ("completions", "chat")
 
 #: Named wrappers for ``wrappers=`` / ``--wrappers``: ``NAME[:ARG]``.
 WRAPPER_NAMES = ("history",)
@@ -41,6 +48,7 @@ TOOL_NAMES = ("python", "search")
 
 #: Defaults of the settings a run's manifest pins (``config``).
 CONFIG_DEFAULTS: dict[str, Any] = {
+    "api": "completions",
     "episodes": 10,
     "seed": 0,
     "tokenizer": None,
@@ -195,8 +203,9 @@ def _load_tokenizer(name: str) -> Any:
     except Exception as exc:
         raise InvalidArgument(
             f"could not load the tokenizer {name!r} ({type(exc).__name__}: {str(exc)[:300]}). "
-            "gem eval sends token ids, so it needs the served model's tokenizer: pass "
-            "--tokenizer with a local directory (or a hub id, when online)"
+            "gem eval --api completions sends token ids, so it needs the served model's "
+            "tokenizer: pass --tokenizer with a local directory (or a hub id, when online), "
+            "or use --api chat (chat messages to /v1/chat/completions, no tokenizer)"
         ) from None
 
 
@@ -226,6 +235,7 @@ def _env_info(env_id: str) -> dict[str, Any]:
 
 
 def _check_resume(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
+    old = {"api": "completions", **old}  # runs from before --api were token-id runs
     diffs = [k for k in _PINNED if old.get(k) != new.get(k)]
     if diffs:
         shown = "; ".join(f"{k}: run has {old.get(k)!r}, got {new.get(k)!r}" for k in diffs)
@@ -284,14 +294,14 @@ async def _run_jobs(
     jobs: Sequence[tuple[str, int, int]],
     *,
     make_env: Callable[[str], Env],
-    policy: Any,
-    formatter: Any,
+    play: Callable[..., Awaitable[Any]],
     sampling: Any,
-    max_turns: int | None,
     concurrency: int,
     on_done: Callable[[str, int, Any], None],
 ) -> None:
-    from gem_core.rl.rollout import derive_seed, run_episode
+    """Run ``jobs`` (``(env_id, index, seed)``): ``play(env, seed=, sampling=, env_id=,
+    executor=)`` plays one episode (`run_episode` or `run_chat_episode`, partially applied)."""
+    from gem_core.rl.rollout import derive_seed
     from gem_core.rl.types import Episode
 
     loop = asyncio.get_running_loop()
@@ -314,12 +324,9 @@ async def _run_jobs(
             else:
                 if env not in everyone:
                     everyone.append(env)
-                ep = await run_episode(
+                ep = await play(
                     env,
-                    policy,
-                    formatter,
                     seed=seed,
-                    max_turns=max_turns,
                     sampling=sampling.replace(seed=sampling_seed),
                     env_id=env_id,
                     executor=executor,
@@ -374,6 +381,7 @@ def evaluate(
     *,
     base_url: str,
     model: str,
+    api: str = "completions",
     episodes: int = 10,
     concurrency: int = 8,
     seed: int = 0,
@@ -402,12 +410,28 @@ def evaluate(
 
     Episode ``i`` (``0 <= i < episodes``) of each env resets with seed ``seed + i`` and
     samples with ``derive_seed(seed, "sample", env_id, i)``; ``(env_id, i)`` is the
-    episode's identity. Episodes run concurrently through `gem_core.rl.run_episode`
-    (packed layout) with an `OpenAIPolicy` (``/v1/completions`` with token ids, so the
-    served model's tokenizer is loaded locally for the chat template). Transient HTTP
-    failures are retried ``max_retries`` times; an episode whose requests still fail, or
-    whose env raises, is recorded with its ``error`` and counted as not solved — the run
-    goes on. Ctrl-C (SIGINT, main thread) stops the run cleanly: finished episodes are
+    episode's identity. Episodes run concurrently, in one of two ``api`` modes:
+
+    - ``"completions"`` (default): `gem_core.rl.run_episode` (packed layout) with an
+      `OpenAIPolicy` — token ids to ``/v1/completions``; the served model's tokenizer is
+      loaded locally for the chat template, so prompts are token-exact and
+      ``max_context`` is enforced exactly. Needs vLLM/SGLang-style token-id support.
+    - ``"chat"``: `gem_core.rl.run_chat_episode` with an `OpenAIChatPolicy` — the
+      conversation as chat ``messages`` to ``/v1/chat/completions``, text back; the
+      server applies its own chat template, no tokenizer is needed (any
+      OpenAI-compatible API). Token counts in the records come from the responses'
+      ``usage`` (``null`` when a response lacks it); ``max_context`` is checked from
+      those counts, and a server's "context length exceeded" answer ends the episode
+      with ``end_reason="context"``.
+
+    The mode is explicit (no auto-detection): the two modes measure slightly different
+    things (client-side vs server-side chat template), so a run says which it used; the
+    manifest pins it and a resume must use the same mode.
+
+    Transient HTTP failures are retried ``max_retries`` times; an episode whose
+    requests still fail (HTTP errors, invalid JSON, no choices, a hung request past
+    ``timeout``), or whose env raises, is recorded with its ``error`` and counted as not
+    solved — the run goes on. Ctrl-C (SIGINT, main thread) stops the run cleanly: finished episodes are
     kept, the summary is written and ``interrupted`` is set.
 
     With ``out_dir``, writes ``manifest.json`` (at the start, updated at the end),
@@ -418,10 +442,12 @@ def evaluate(
         env_ids: one or more registered env ids.
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
         model: the served model name.
+        api: ``"completions"`` (token ids) or ``"chat"`` (chat messages), see above.
         episodes: episodes per env.
         concurrency: episodes in flight at once.
         seed: the base env seed (see above).
-        tokenizer: tokenizer name or directory (default: ``model``).
+        tokenizer: tokenizer name or directory (default: ``model``); ``"completions"``
+            mode only.
         wrappers: named wrappers, outermost last: ``history[:FORMAT]``.
         tools: ``python`` and/or ``search[:INDEX]`` (see `build_env`).
         max_tool_uses: per-episode tool-call limit.
@@ -440,8 +466,10 @@ def evaluate(
         progress: show a progress bar on stderr.
         print_summary: print the summary table to stdout at the end.
         command_line: recorded in the manifest (default ``sys.argv``).
-        policy: a ready `gem_core.rl.Policy` to use instead of the HTTP client (tests,
-            local models); the endpoint is then not contacted.
+        policy: a ready backend to use instead of the HTTP client (tests, local models):
+            a `gem_core.rl.Policy` (``generate``) in ``"completions"`` mode, an object with
+            an async ``chat(messages, sampling) -> ChatResult`` (`gem_core.rl.rollout.
+            ChatPolicy`) in ``"chat"`` mode; the endpoint is then not contacted.
 
     Returns:
         The `EvalResult`.
@@ -472,6 +500,23 @@ def evaluate(
         _parse_named(t, TOOL_NAMES, "tool")
     if retry_errors and not resume:
         raise InvalidArgument("retry_errors=True only applies to a resumed run; pass resume=True too")
+    if api not in API_MODES:
+        raise InvalidArgument(
+            f"unknown api {api!r}: expected one of {', '.join(API_MODES)} (completions: token "
+            "ids to /v1/completions with a local tokenizer; chat: messages to /v1/chat/completions)"
+        )
+    if api == "chat" and tokenizer is not None:
+        raise InvalidArgument(
+            f"tokenizer={tokenizer!r} only applies to api='completions' (token ids); with "
+            "api='chat' the server applies its own chat template: drop --tokenizer"
+        )
+    if policy is not None and not callable(getattr(policy, "chat" if api == "chat" else "generate", None)):
+        need = "an async chat(messages, sampling) -> ChatResult" if api == "chat" else \
+            "an async generate(prompt_ids, sampling) -> GenerationResult"
+        raise InvalidArgument(
+            f"policy {type(policy).__name__} does not fit api={api!r}: it needs {need} "
+            f"method; pass api={'completions' if api == 'chat' else 'chat'!r} or another policy"
+        )
 
     from gem_core.rl.rollout import SamplingParams
 
@@ -479,6 +524,7 @@ def evaluate(
     config: dict[str, Any] = {
         "env_ids": ids,
         "model": model,
+        "api": api,
         "episodes": episodes,
         "seed": seed,
         "tokenizer": tokenizer,
@@ -525,11 +571,12 @@ def evaluate(
                     "(e.g. http://127.0.0.1:8000/v1)"
                 )
             check_endpoint(base_url, timeout=min(float(timeout), 10.0))
-        from gem_core.rl.rollout import ChatFormatter
+        if api == "completions":
+            from gem_core.rl.rollout import ChatFormatter
 
-        formatter = ChatFormatter(
-            _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
-        )
+            formatter = ChatFormatter(
+                _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
+            )
 
     manifest: dict[str, Any] = {
         "format": rec.MANIFEST_FORMAT,
@@ -539,8 +586,9 @@ def evaluate(
         "status": "running",
         "command_line": list(command_line) if command_line is not None else list(sys.argv),
         "config": config,
-        "endpoint": {"base_url": base_url, "api": "completions", "timeout_s": timeout,
-                     "max_retries": max_retries},
+        "endpoint": {"base_url": base_url, "api": api,
+                     "route": "/chat/completions" if api == "chat" else "/completions",
+                     "timeout_s": timeout, "max_retries": max_retries},
         "concurrency": concurrency,
         "envs": {e: _env_info(e) for e in ids},
         "seeds": {
@@ -550,7 +598,8 @@ def evaluate(
         },
         "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_tokens,
                      "stop_token_ids": list(formatter.stop_token_ids) if formatter else None},
-        "layout": "packed",
+        "layout": "packed" if api == "completions" else "messages",
+        "token_counts": "tokenizer" if api == "completions" else "server usage (null when absent)",
         "stack": {"tools": list(tools), "wrappers": list(wrappers),
                   "order": "make(env_id, **env_kwargs) -> ToolEnvWrapper(tools) -> wrappers in order"},
         "python": sys.version.split()[0],
@@ -568,10 +617,21 @@ def evaluate(
     if jobs:
         own_policy = policy is None
         if own_policy:
-            from gem_core.rl.policies import OpenAIPolicy
+            from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy
 
-            policy = OpenAIPolicy(base_url, model, timeout=timeout, max_retries=max_retries,
-                                  max_connections=concurrency)
+            client = OpenAIChatPolicy if api == "chat" else OpenAIPolicy
+            policy = client(base_url, model, timeout=timeout, max_retries=max_retries,
+                            max_connections=concurrency)
+        if api == "chat":
+            from gem_core.rl.rollout import run_chat_episode
+
+            play = functools.partial(run_chat_episode, policy=policy, system_prompt=system_prompt,
+                                     max_turns=max_turns, max_context=max_context)
+        else:
+            from gem_core.rl.rollout import run_episode
+
+            play = functools.partial(run_episode, policy=policy, formatter=formatter,
+                                     max_turns=max_turns)
         bar = _Progress(len(wanted), len(done), sum(bool(r["success"]) for r in done),
                         sum(bool(r["error"]) for r in done), progress)
         sink = (out / rec.RECORDS_FILE).open("a", encoding="utf-8") if out is not None else None
@@ -579,7 +639,7 @@ def evaluate(
         def on_done(env_id: str, index: int, payload: Any) -> None:
             nonlocal ran
             ep, sampling_seed = payload
-            record = rec.episode_record(ep, index=index, sampling_seed=sampling_seed)
+            record = rec.episode_record(ep, index=index, sampling_seed=sampling_seed, api=api)
             results.append(record)
             ran += 1
             if sink is not None:
@@ -595,9 +655,8 @@ def evaluate(
 
         try:
             interrupted = _run_loop(
-                _run_jobs(jobs, make_env=make_env,
-                          policy=policy, formatter=formatter, sampling=sampling,
-                          max_turns=max_turns, concurrency=concurrency, on_done=on_done)
+                _run_jobs(jobs, make_env=make_env, play=play, sampling=sampling,
+                          concurrency=concurrency, on_done=on_done)
             )
         finally:
             bar.close()

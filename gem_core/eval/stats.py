@@ -68,8 +68,9 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
         ``None`` when none), ``format_error_rate`` (share of episodes with at least one
         turn flagged ``format_error``), ``errors`` (episodes with an error),
         ``tool_calls`` (tool calls run, all episodes), ``tool_calls_by_name``,
-        ``tool_episodes`` (episodes that ran a tool), ``mean_generated_tokens``,
-        ``mean_latency_s``.
+        ``tool_episodes`` (episodes that ran a tool), ``mean_generated_tokens`` (over the
+        episodes that have a count: chat-mode records without server ``usage`` have
+        ``null``; ``None`` when none has), ``mean_latency_s``.
     """
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
@@ -99,7 +100,9 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
             "tool_calls": sum(by_name.values()),
             "tool_calls_by_name": dict(sorted(by_name.items())),
             "tool_episodes": sum(1 for r in rows if r.get("tool_calls")),
-            "mean_generated_tokens": _mean([float(r.get("generated_tokens", 0)) for r in rows]),
+            "mean_generated_tokens": _mean(
+                [float(r["generated_tokens"]) for r in rows if r.get("generated_tokens") is not None]
+            ),
             "mean_latency_s": _mean([float(r.get("latency_s", 0.0)) for r in rows]),
         }
     return out

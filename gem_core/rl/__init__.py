@@ -35,17 +35,22 @@ from gem_core.rl.advantages import (
     rloo,
 )
 from gem_core.rl.batch import TrainingBatch, build_training_batch
-from gem_core.rl.policies import OpenAIPolicy, TransformersPolicy, sequence_logprobs
+from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy, TransformersPolicy, sequence_logprobs
 from gem_core.rl.rollout import (
     ChatFormatter,
+    ChatPolicy,
+    ChatResult,
+    ContextLengthExceeded,
     GenerationResult,
     Policy,
     PolicyError,
     SamplingParams,
     TemplateRewriteWarning,
     collect_episodes,
+    chat_messages,
     collect_episodes_sync,
     derive_seed,
+    run_chat_episode,
     run_episode,
 )
 from gem_core.rl.types import END_REASONS, LAYOUTS, Episode, Turn
@@ -72,11 +77,17 @@ __all__ = [
     "TemplateRewriteWarning",
     "derive_seed",
     "run_episode",
+    "run_chat_episode",
+    "chat_messages",
+    "ChatPolicy",
+    "ChatResult",
+    "ContextLengthExceeded",
     "collect_episodes",
     "collect_episodes_sync",
     "TrainingBatch",
     "build_training_batch",
     "TransformersPolicy",
     "OpenAIPolicy",
+    "OpenAIChatPolicy",
     "sequence_logprobs",
 ]

@@ -1,4 +1,4 @@
-"""Policy backends: a local transformers model and an OpenAI-compatible completions server."""
+"""Policy backends: a local transformers model and OpenAI-compatible completions and chat servers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -17,9 +18,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_core.errors import DependencyNotInstalled, InvalidArgument
-from gem_core.rl.rollout import FINISH_REASONS, GenerationResult, PolicyError, SamplingParams
+from gem_core.rl.rollout import (
+    FINISH_REASONS,
+    ChatResult,
+    ContextLengthExceeded,
+    GenerationResult,
+    PolicyError,
+    SamplingParams,
+)
 
-__all__ = ["TransformersPolicy", "OpenAIPolicy", "sequence_logprobs"]
+__all__ = ["TransformersPolicy", "OpenAIPolicy", "OpenAIChatPolicy", "sequence_logprobs"]
 
 logger = logging.getLogger(__name__)
 
@@ -319,8 +327,114 @@ class TransformersPolicy:
 
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
+# How servers word "the prompt does not fit the context" in a 4xx body: vLLM and OpenAI
+# ("maximum context length is N tokens", code "context_length_exceeded"), SGLang ("longer
+# than the model's context length"), others ("context window", "prompt is too long").
+_CONTEXT_ERROR = re.compile(
+    r"context[ _]length|context[ _]window|prompt is too long", re.IGNORECASE
+)
 
-class OpenAIPolicy:
+
+class _HTTPClient:
+    """What the OpenAI-compatible clients share: the POST with retries, timeouts and JSON checks."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        route: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        backoff_s: float,
+        max_connections: int,
+        extra_body: dict[str, Any] | None,
+    ):
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidArgument(f"base_url must start with http:// or https://, got {base_url!r}")
+        if max_retries < 0:
+            raise InvalidArgument(f"max_retries must be >= 0, got {max_retries!r}")
+        self.url = base_url.rstrip("/") + route
+        self.model = model
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.extra_body = dict(extra_body or {})
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_connections, thread_name_prefix="gem-http"
+        )
+        self._rng = random.Random(0)
+        self._rng_lock = threading.Lock()
+
+    def _post(self, body: dict[str, Any]) -> bytes:
+        """POST ``body`` as JSON; retry transient failures; return the raw response body.
+
+        Raises:
+            ContextLengthExceeded: a 4xx answer saying the request does not fit the context.
+            PolicyError: any other non-transient failure, or retries exhausted.
+        """
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                with self._rng_lock:
+                    jitter = 1.0 + 0.25 * self._rng.random()
+                time.sleep(self.backoff_s * (2 ** (attempt - 1)) * jitter)
+            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return resp.read()
+            except urllib.error.HTTPError as exc:
+                detail = _error_detail(exc)
+                last = f"HTTP {exc.code} from {self.url}: {detail}"
+                if exc.code in _TRANSIENT_STATUS:
+                    logger.info("transient failure (attempt %d): %s", attempt + 1, last)
+                    continue
+                if 400 <= exc.code < 500 and _CONTEXT_ERROR.search(detail):
+                    raise ContextLengthExceeded(last) from None
+                raise PolicyError(last) from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                kind = (
+                    "timed out" if isinstance(reason, (TimeoutError, socket.timeout)) else "failed"
+                )
+                last = f"request to {self.url} {kind} ({type(reason).__name__}: {reason}; timeout={self.timeout} s)"
+                logger.info("transient failure (attempt %d): %s", attempt + 1, last)
+                continue
+        raise PolicyError(f"{last} — gave up after {self.max_retries + 1} attempts")
+
+    def _first_choice(self, raw: bytes | str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(payload, choices[0])`` of a response body; `PolicyError` when it is not that."""
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            shown = raw[:200] if isinstance(raw, str) else raw[:200].decode(errors="replace")
+            raise PolicyError(
+                f"malformed response from {self.url}: invalid JSON ({exc}): {shown!r}"
+            ) from None
+        try:
+            choice = payload["choices"][0]
+        except (KeyError, IndexError, TypeError):
+            raise PolicyError(
+                f"malformed response from {self.url}: no choices[0] in {str(payload)[:200]!r}"
+            ) from None
+        if not isinstance(choice, dict):
+            raise PolicyError(
+                f"malformed response from {self.url}: choices[0] is {type(choice).__name__}"
+            )
+        return payload, choice
+
+    def close(self) -> None:
+        """Release the thread pool."""
+        self._executor.shutdown(wait=False)
+
+
+class OpenAIPolicy(_HTTPClient):
     """An OpenAI-compatible ``/v1/completions`` server (vLLM, SGLang) as a `Policy`.
 
     Sends the prompt as token ids (``"prompt": [ids]``) and asks for the sampled
@@ -360,22 +474,17 @@ class OpenAIPolicy:
         max_connections: int = 64,
         extra_body: dict[str, Any] | None = None,
     ):
-        if not base_url.startswith(("http://", "https://")):
-            raise InvalidArgument(f"base_url must start with http:// or https://, got {base_url!r}")
-        if max_retries < 0:
-            raise InvalidArgument(f"max_retries must be >= 0, got {max_retries!r}")
-        self.url = base_url.rstrip("/") + "/completions"
-        self.model = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff_s = float(backoff_s)
-        self.extra_body = dict(extra_body or {})
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_connections, thread_name_prefix="gem-http"
+        super().__init__(
+            base_url,
+            model,
+            route="/completions",
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            max_connections=max_connections,
+            extra_body=extra_body,
         )
-        self._rng = random.Random(0)
-        self._rng_lock = threading.Lock()
 
     def request_body(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> dict[str, Any]:
         """The JSON body sent for one request."""
@@ -409,57 +518,11 @@ class OpenAIPolicy:
         self, prompt_ids: Sequence[int], sampling: SamplingParams
     ) -> GenerationResult:
         """Blocking version of `generate`."""
-        data = json.dumps(self.request_body(prompt_ids, sampling)).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                with self._rng_lock:
-                    jitter = 1.0 + 0.25 * self._rng.random()
-                time.sleep(self.backoff_s * (2 ** (attempt - 1)) * jitter)
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-            except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc)
-                last = f"HTTP {exc.code} from {self.url}: {detail}"
-                if exc.code in _TRANSIENT_STATUS:
-                    logger.info("transient failure (attempt %d): %s", attempt + 1, last)
-                    continue
-                raise PolicyError(last) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                kind = (
-                    "timed out" if isinstance(reason, (TimeoutError, socket.timeout)) else "failed"
-                )
-                last = f"request to {self.url} {kind} ({type(reason).__name__}: {reason}; timeout={self.timeout} s)"
-                logger.info("transient failure (attempt %d): %s", attempt + 1, last)
-                continue
-            return self.parse_response(raw)
-        raise PolicyError(f"{last} — gave up after {self.max_retries + 1} attempts")
+        return self.parse_response(self._post(self.request_body(prompt_ids, sampling)))
 
     def parse_response(self, raw: bytes | str) -> GenerationResult:
         """Parse a ``/v1/completions`` response body into a `GenerationResult`."""
-        try:
-            payload = json.loads(raw)
-        except ValueError as exc:
-            shown = raw[:200] if isinstance(raw, str) else raw[:200].decode(errors="replace")
-            raise PolicyError(
-                f"malformed response from {self.url}: invalid JSON ({exc}): {shown!r}"
-            ) from None
-        try:
-            choice = payload["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise PolicyError(
-                f"malformed response from {self.url}: no choices[0] in {str(payload)[:200]!r}"
-            ) from None
-        if not isinstance(choice, dict):
-            raise PolicyError(
-                f"malformed response from {self.url}: choices[0] is {type(choice).__name__}"
-            )
+        _payload, choice = self._first_choice(raw)
         lp = choice.get("logprobs") or {}
         ids = choice.get("token_ids")
         if ids is None and isinstance(lp, dict) and lp.get("tokens") is not None:
@@ -491,9 +554,133 @@ class OpenAIPolicy:
             )
         return GenerationResult(list(ids), logprobs, reason)
 
-    def close(self) -> None:
-        """Release the thread pool."""
-        self._executor.shutdown(wait=False)
+
+class OpenAIChatPolicy(_HTTPClient):
+    """An OpenAI-compatible ``/v1/chat/completions`` endpoint as a `ChatPolicy` (text level).
+
+    Sends the conversation as chat ``messages`` and gets the reply's text back: the
+    server applies its own chat template, so no tokenizer is needed on this side (OpenAI
+    and hosted APIs, vLLM, SGLang). Used by `run_chat_episode` and ``gem eval --api
+    chat``; for training, which needs token ids and log-probabilities, use `OpenAIPolicy`.
+
+    The reply is ``choices[0].message.content`` (a ``null`` content, e.g. a refusal or a
+    tool-call-only message, reads as ``""``; a list of content parts is joined; separate
+    reasoning fields such as ``reasoning_content`` are not part of it).
+    ``finish_reason == "length"`` marks the reply truncated; any other value (``stop``,
+    ``tool_calls``, ``content_filter``, missing) counts as a finished reply. Token counts
+    come from the response's ``usage`` (``None`` when absent or malformed).
+
+    Retries, timeouts and failures work as in `OpenAIPolicy` (same code): transient
+    failures are retried ``max_retries`` times with backoff, anything else raises
+    `PolicyError` (invalid JSON, no ``choices[0]``, no ``message``); a 4xx answer saying
+    the prompt is too long for the model's context raises `ContextLengthExceeded`.
+
+    Args:
+        base_url: the API root, e.g. ``"http://127.0.0.1:8000/v1"`` or
+            ``"https://api.openai.com/v1"``.
+        model: the model name.
+        api_key: sent as ``Authorization: Bearer ...`` (default ``$OPENAI_API_KEY``,
+            if set).
+        timeout: seconds for one HTTP request.
+        max_retries: retries after the first attempt for transient failures.
+        backoff_s: first retry delay (doubles each retry, with jitter).
+        max_connections: concurrent requests.
+        extra_body: extra JSON fields for every request, overriding the defaults; a
+            ``None`` value removes a field (e.g. ``{"top_k": 20}`` for vLLM, or
+            ``{"max_completion_tokens": 512, "max_tokens": None}`` for OpenAI models that
+            reject ``max_tokens``).
+
+    Request fields: ``model``, ``messages``, ``max_tokens``, ``temperature``, ``top_p``,
+    ``n=1``, ``stream=false``, ``seed`` (when the sampling has one) and ``stop_token_ids``
+    (only when the sampling has some; a vLLM extension).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_connections: int = 64,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        super().__init__(
+            base_url,
+            model,
+            route="/chat/completions",
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            max_connections=max_connections,
+            extra_body=extra_body,
+        )
+
+    def request_body(
+        self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
+    ) -> dict[str, Any]:
+        """The JSON body sent for one request."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "n": 1,
+            "stream": False,
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if sampling.stop_token_ids:
+            body["stop_token_ids"] = list(sampling.stop_token_ids)
+        body.update(self.extra_body)
+        return {k: v for k, v in body.items() if v is not None}
+
+    async def chat(self, messages: list[dict[str, str]], sampling: SamplingParams) -> ChatResult:
+        """Answer ``messages`` (one HTTP request, with retries)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self.chat_sync, messages, sampling)
+
+    def chat_sync(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> ChatResult:
+        """Blocking version of `chat`."""
+        return self.parse_response(self._post(self.request_body(messages, sampling)))
+
+    def parse_response(self, raw: bytes | str) -> ChatResult:
+        """Parse a ``/v1/chat/completions`` response body into a `ChatResult`."""
+        payload, choice = self._first_choice(raw)
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise PolicyError(
+                f"malformed response from {self.url}: expected choices[0].message as an "
+                f"object, got {str(choice)[:200]!r} (is this a /chat/completions endpoint?)"
+            )
+        content = message.get("content")
+        if content is None:
+            text = ""
+        elif isinstance(content, str):
+            text = content
+        elif isinstance(content, list):  # content parts
+            text = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+        else:
+            raise PolicyError(
+                f"malformed response from {self.url}: message.content is "
+                f"{type(content).__name__}, expected a string"
+            )
+        reason = "length" if choice.get("finish_reason") == "length" else "stop"
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        return ChatResult(
+            text, reason, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+        )
+
+
+def _count(usage: Any, key: str) -> int | None:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _token_id(token: Any, url: str) -> int:

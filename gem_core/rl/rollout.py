@@ -20,14 +20,19 @@ from gem_core.rl.types import LAYOUTS, Episode, Turn
 
 __all__ = [
     "PolicyError",
+    "ContextLengthExceeded",
     "SamplingParams",
     "GenerationResult",
     "Policy",
+    "ChatResult",
+    "ChatPolicy",
     "ChatFormatter",
+    "chat_messages",
     "TemplateRewriteWarning",
     "TRUNCATED_RESPONSE_POLICIES",
     "derive_seed",
     "run_episode",
+    "run_chat_episode",
     "collect_episodes",
     "collect_episodes_sync",
 ]
@@ -43,6 +48,14 @@ class PolicyError(Error, RuntimeError):
 
     `run_episode` turns it (and any other exception from ``policy.generate``) into a
     flagged episode (``episode.error``); the other episodes go on.
+    """
+
+
+class ContextLengthExceeded(PolicyError):
+    """The server refused a request because prompt plus ``max_tokens`` exceed its context.
+
+    `run_chat_episode` ends the episode with ``end_reason="context"`` (a budget, not an
+    error); `run_episode`, which checks the context itself, flags it like any `PolicyError`.
     """
 
 
@@ -125,6 +138,58 @@ class Policy(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    """One response of a chat (text-level) backend.
+
+    Attributes:
+        text: the assistant message's text (``""`` for an empty completion).
+        finish_reason: ``"stop"`` (the model ended its message) or ``"length"`` (the
+            token limit was reached).
+        prompt_tokens: prompt tokens the server counted (its ``usage``), or ``None``
+            when it did not say.
+        completion_tokens: generated tokens the server counted, or ``None``.
+    """
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@runtime_checkable
+class ChatPolicy(Protocol):
+    """A text-level model for `run_chat_episode`: chat messages in, the reply's text out."""
+
+    async def chat(self, messages: list[dict[str, str]], sampling: SamplingParams) -> ChatResult:
+        """Answer the conversation ``messages`` (``role``/``content`` dicts)."""
+        ...
+
+
+def chat_messages(
+    observations: Sequence[str], responses: Sequence[str], *, system_prompt: str | None = None
+) -> list[dict[str, str]]:
+    """The chat of an episode: optional system message, then alternating user/assistant messages.
+
+    Each observation is a ``user`` message and each response an ``assistant`` message;
+    ``responses`` has as many entries as ``observations``, or one fewer (the chat then
+    ends with a user message, ready for the next response).
+    """
+    if not (len(responses) == len(observations) or len(responses) == len(observations) - 1):
+        raise InvalidArgument(
+            f"need as many responses as observations (or one fewer), got "
+            f"{len(responses)} and {len(observations)}"
+        )
+    msgs: list[dict[str, str]] = []
+    if system_prompt is not None:
+        msgs.append({"role": "system", "content": system_prompt})
+    for i, obs in enumerate(observations):
+        msgs.append({"role": "user", "content": obs})
+        if i < len(responses):
+            msgs.append({"role": "assistant", "content": responses[i]})
+    return msgs
+
+
 def derive_seed(base: int | None, *keys: object) -> int | None:
     """A deterministic 63-bit seed from ``base`` and ``keys`` (``None`` stays ``None``)."""
     if base is None:
@@ -179,19 +244,7 @@ class ChatFormatter:
         self, observations: Sequence[str], responses: Sequence[str]
     ) -> list[dict[str, str]]:
         """The chat: optional system message, then alternating user/assistant messages."""
-        if not (len(responses) == len(observations) or len(responses) == len(observations) - 1):
-            raise InvalidArgument(
-                f"need as many responses as observations (or one fewer), got "
-                f"{len(responses)} and {len(observations)}"
-            )
-        msgs: list[dict[str, str]] = []
-        if self.system_prompt is not None:
-            msgs.append({"role": "system", "content": self.system_prompt})
-        for i, obs in enumerate(observations):
-            msgs.append({"role": "user", "content": obs})
-            if i < len(responses):
-                msgs.append({"role": "assistant", "content": responses[i]})
-        return msgs
+        return chat_messages(observations, responses, system_prompt=self.system_prompt)
 
     def render(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool) -> str:
         """The chat template's text for ``messages``."""
@@ -316,6 +369,27 @@ async def _call(
     return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
 
 
+def _check_max_turns(max_turns: int | None) -> None:
+    if max_turns is not None and (
+        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+    ):
+        raise InvalidArgument(f"max_turns must be a positive int or None, got {max_turns!r}")
+
+
+def _record_step(episode: Episode, turn: Turn, step: tuple[Any, ...]) -> tuple[str, bool]:
+    """Record an ``env.step`` result on ``turn``/``episode``: ``(observation text, episode over)``."""
+    obs, reward, terminated, env_truncated, info = step
+    turn.reward = float(reward)
+    turn.info = dict(info) if isinstance(info, Mapping) else {}
+    turn.format_error = bool(turn.info.get("format_error", False))
+    episode.success = bool(turn.info.get("success", False))
+    if terminated:
+        episode.end_reason = "terminated"
+    elif env_truncated:
+        episode.end_reason = "env_truncated"
+    return _observation_text(obs), bool(terminated or env_truncated)
+
+
 def _check_options(layout: str, truncated_response: str) -> None:
     if layout not in LAYOUTS:
         raise InvalidArgument(f"layout must be one of {LAYOUTS}, got {layout!r}")
@@ -385,10 +459,7 @@ async def run_episode(
         The `Episode`.
     """
     _check_options(layout, truncated_response)
-    if max_turns is not None and (
-        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
-    ):
-        raise InvalidArgument(f"max_turns must be a positive int or None, got {max_turns!r}")
+    _check_max_turns(max_turns)
     sampling = sampling or SamplingParams()
     if env_id is None:
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
@@ -465,22 +536,13 @@ async def run_episode(
                 episode.end_reason = "response_truncated"
                 break
             try:
-                obs, reward, terminated, env_truncated, info = await _call(
-                    executor, env.step, action
+                obs_text, over = _record_step(
+                    episode, turn, await _call(executor, env.step, action)
                 )
             except Exception as exc:
                 fail("env.step", exc)
                 break
-            turn.reward = float(reward)
-            turn.info = dict(info) if isinstance(info, Mapping) else {}
-            turn.format_error = bool(turn.info.get("format_error", False))
-            episode.success = bool(turn.info.get("success", False))
-            obs_text = _observation_text(obs)
-            if terminated:
-                episode.end_reason = "terminated"
-                break
-            if env_truncated:
-                episode.end_reason = "env_truncated"
+            if over:
                 break
         episode.final_observation = obs_text
     finally:
@@ -489,6 +551,171 @@ async def run_episode(
             generated_tokens=float(generated),
             wall_time_s=time.perf_counter() - start,
         )
+    return episode
+
+
+def _check_chat_result(result: Any) -> ChatResult:
+    if not isinstance(result, ChatResult):
+        raise PolicyError(f"policy.chat must return a ChatResult, got {type(result).__name__}")
+    if not isinstance(result.text, str):
+        raise PolicyError(
+            f"malformed ChatResult: text must be a str, got {type(result.text).__name__}"
+        )
+    if result.finish_reason not in FINISH_REASONS:
+        raise PolicyError(
+            f"malformed ChatResult: finish_reason must be one of {FINISH_REASONS}, "
+            f"got {result.finish_reason!r}"
+        )
+    for name in ("prompt_tokens", "completion_tokens"):
+        n = getattr(result, name)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise PolicyError(
+                f"malformed ChatResult: {name} must be a non-negative int or None, got {n!r}"
+            )
+    return result
+
+
+async def run_chat_episode(
+    env: Env,
+    policy: ChatPolicy,
+    *,
+    system_prompt: str | None = None,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    sampling: SamplingParams | None = None,
+    max_context: int | None = None,
+    truncated_response: str = "pass",
+    truncation_reward: float = -1.0,
+    generation_timeout: float | None = None,
+    env_id: str | None = None,
+    reset_options: dict[str, Any] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Episode:
+    """Play one episode at the text level (chat messages in, text out); never raises for policy or env errors.
+
+    The counterpart of `run_episode` for backends that take chat messages and return
+    text (``/v1/chat/completions``): no tokenizer, no token ids. Each turn the whole
+    conversation so far (`chat_messages`: optional system message, then the
+    observations as ``user`` and the replies as ``assistant`` messages) goes to
+    ``policy.chat``; the reply's text is the action sent to ``env.step`` (run in
+    ``executor``, off the event loop) and the assistant message of later turns.
+
+    The episode's turns have empty token lists (``prompt_ids``, ``response_ids``,
+    ``response_logprobs``): it is for evaluation, not training. ``episode.layout`` is
+    ``"per_turn"`` (every request carries the whole conversation). ``episode.stats``
+    has ``requests``, ``wall_time_s`` and — only when every reply reported ``usage`` —
+    ``prompt_tokens`` and ``generated_tokens`` (sums over the requests).
+
+    Ends (``episode.end_reason``) as `run_episode`, with the context budget checked
+    from the server's counts: ``"context"`` when the previous request's prompt plus
+    reply tokens plus ``sampling.max_new_tokens`` exceed ``max_context`` (a lower bound
+    of the next request, so an episode is never ended early; without ``usage`` there is
+    no client-side check), or when the server refuses a request as too long for its
+    context (`ContextLengthExceeded`).
+
+    Args:
+        env: the env (not closed here).
+        policy: a `ChatPolicy` (e.g. `gem_core.rl.policies.OpenAIChatPolicy`).
+        system_prompt: text of a leading ``system`` message, or ``None``.
+        seed, max_turns, sampling, truncated_response, truncation_reward,
+            generation_timeout, env_id, reset_options, executor: as in `run_episode`.
+        max_context: the token budget (see above); ``None``: none.
+
+    Returns:
+        The `Episode`.
+    """
+    _check_options("per_turn", truncated_response)
+    _check_max_turns(max_turns)
+    sampling = sampling or SamplingParams()
+    if env_id is None:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    episode = Episode(env_id=env_id, seed=seed, layout="per_turn")
+    observations: list[str] = []
+    replies: list[str] = []
+    usage: list[tuple[int | None, int | None]] = []
+    start = time.perf_counter()
+
+    def fail(where: str, exc: BaseException) -> None:
+        episode.error = f"{where}: {type(exc).__name__}: {exc}"
+        episode.end_reason = "error"
+        logger.warning("episode %s (seed %s) failed in %s: %s", env_id, seed, where, exc)
+
+    try:
+        try:
+            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+        except Exception as exc:
+            fail("env.reset", exc)
+            return episode
+        obs_text = _observation_text(obs)
+        while True:
+            if max_turns is not None and len(episode.turns) >= max_turns:
+                episode.end_reason = "max_turns"
+                break
+            if max_context is not None and usage:
+                last_prompt, last_reply = usage[-1]
+                if (
+                    last_prompt is not None
+                    and last_reply is not None
+                    and last_prompt + last_reply + sampling.max_new_tokens > max_context
+                ):
+                    episode.end_reason = "context"
+                    break
+            observations.append(obs_text)
+            turn_sampling = (
+                sampling
+                if sampling.seed is None
+                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
+            )
+            try:
+                messages = chat_messages(observations, replies, system_prompt=system_prompt)
+                coro = policy.chat(messages, turn_sampling)
+                if generation_timeout is not None:
+                    result = await asyncio.wait_for(coro, generation_timeout)
+                else:
+                    result = await coro
+                result = _check_chat_result(result)
+            except ContextLengthExceeded as exc:
+                episode.end_reason = "context"
+                logger.warning("episode %s (seed %s) ended: %s", env_id, seed, exc)
+                break
+            except asyncio.TimeoutError:
+                fail("policy", PolicyError(f"chat() timed out after {generation_timeout} s"))
+                break
+            except Exception as exc:
+                fail("policy", exc)
+                break
+            usage.append((result.prompt_tokens, result.completion_tokens))
+            replies.append(result.text)
+            truncated = result.finish_reason == "length"
+            turn = Turn(
+                prompt_ids=[],
+                response_ids=[],
+                response_logprobs=[],
+                response_truncated=truncated,
+                starts_sample=True,
+                observation=obs_text,
+                action=result.text,
+            )
+            episode.turns.append(turn)
+            if truncated and truncated_response == "penalize":
+                turn.reward = float(truncation_reward)
+                episode.end_reason = "response_truncated"
+                break
+            try:
+                obs_text, over = _record_step(
+                    episode, turn, await _call(executor, env.step, result.text)
+                )
+            except Exception as exc:
+                fail("env.step", exc)
+                break
+            if over:
+                break
+        episode.final_observation = obs_text
+    finally:
+        episode.stats.update(requests=float(len(usage)), wall_time_s=time.perf_counter() - start)
+        if all(p is not None and c is not None for p, c in usage):
+            episode.stats["prompt_tokens"] = float(sum(p or 0 for p, _ in usage))
+            episode.stats["generated_tokens"] = float(sum(c or 0 for _, c in usage))
     return episode
 
 

@@ -24,18 +24,30 @@ def tiny():
 
 
 class CompletionsServer:
-    """A ``/v1/completions`` server on 127.0.0.1 answering with the tiny model.
+    """A ``/v1/completions`` and ``/v1/chat/completions`` server on 127.0.0.1 (the tiny model).
 
     ``script``: one behaviour per POST, in arrival order ("ok" once it is empty):
     ``"ok"``, ``"http500"`` (any ``httpNNN``), ``"badjson"``, ``"empty"`` (a completion
-    with no tokens), ``"nochoices"``, ``"hang"`` (never answers until closed).
+    with no tokens), ``"nochoices"``, ``"hang"`` (never answers until closed); chat only:
+    ``"nousage"`` (an answer without ``usage``), ``"context"`` (HTTP 400 worded like
+    vLLM's context-length error), ``"nomessage"`` (a choice without ``message``).
     ``delay``: seconds to wait before answering each request.
+
+    Chat requests are answered by applying the tokenizer's chat template to the
+    messages and generating with the tiny model (the reply is the decoded text, special
+    tokens skipped; ``usage`` counts the prompt and generated tokens), or, when
+    ``chat_reply`` is set, with ``chat_reply(messages)`` (usage: word counts).
+    ``paths`` records the path of each POST, ``answers`` each chat answer as
+    ``(request body, response payload)``.
     """
 
     def __init__(self, policy):
         self.policy = policy
         self.script: list[str] = []
         self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self.answers: list[tuple[dict, dict]] = []
+        self.chat_reply = None
         self.delay = 0.0
         self.release = threading.Event()
         self.lock = threading.Lock()
@@ -54,6 +66,7 @@ class CompletionsServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.requests.append(body)
+                    server.paths.append(self.path)
                     mode = server.script.pop(0) if server.script else "ok"
                 if server.delay:
                     time.sleep(server.delay)
@@ -66,6 +79,8 @@ class CompletionsServer:
                     return self.reply(200, b"{not json at all")
                 if mode == "nochoices":
                     return self.reply(200, b'{"choices": []}')
+                if self.path.rstrip("/").endswith("/chat/completions"):
+                    return self.chat(body, mode)
                 if mode == "empty":
                     ids, lps, reason = [], [], "stop"
                 else:
@@ -83,6 +98,44 @@ class CompletionsServer:
                     "logprobs": {"token_logprobs": lps, "tokens": [f"token_id:{t}" for t in ids]},
                 }
                 self.reply(200, json.dumps({"object": "text_completion", "choices": [choice]}).encode())
+
+            def chat(self, body, mode):
+                if mode == "context":
+                    msg = ("This model's maximum context length is 512 tokens. However, you "
+                           "requested 900 tokens (400 in the messages, 500 in the completion).")
+                    return self.reply(400, json.dumps({"object": "error", "message": msg}).encode())
+                if mode == "nomessage":
+                    return self.reply(200, b'{"choices": [{"index": 0, "text": "hi"}]}')
+                if mode == "empty":
+                    text, reason, usage = "", "stop", {"prompt_tokens": 3, "completion_tokens": 0}
+                elif server.chat_reply is not None:
+                    text = server.chat_reply(body["messages"])
+                    words = sum(len(m["content"].split()) for m in body["messages"])
+                    reason, usage = "stop", {"prompt_tokens": words, "completion_tokens": len(text.split())}
+                else:
+                    import gem_core.rl as rl
+
+                    tok = server.policy.tokenizer
+                    prompt = tok.apply_chat_template(body["messages"], tokenize=False,
+                                                     add_generation_prompt=True)
+                    ids = tok(prompt, add_special_tokens=False)["input_ids"]
+                    sampling = rl.SamplingParams(
+                        temperature=body["temperature"], top_p=body["top_p"],
+                        max_new_tokens=body["max_tokens"], seed=body.get("seed"),
+                    )
+                    with server.lock:
+                        res = server.policy.generate_batch([ids], [sampling])[0]
+                    text = tok.decode(res.token_ids, skip_special_tokens=True)
+                    reason = res.finish_reason
+                    usage = {"prompt_tokens": len(ids), "completion_tokens": len(res.token_ids)}
+                payload = {"object": "chat.completion", "choices": [{
+                    "index": 0, "message": {"role": "assistant", "content": text},
+                    "finish_reason": reason}]}
+                if mode != "nousage":
+                    payload["usage"] = {**usage, "total_tokens": sum(usage.values())}
+                with server.lock:
+                    server.answers.append((body, payload))
+                self.reply(200, json.dumps(payload).encode())
 
             def reply(self, code, payload):
                 try:

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import gem_core.rl as rl
+from gem_core.rl.policies import OpenAIChatPolicy
+from gem_core.rl.rollout import ChatPolicy, ChatResult, ContextLengthExceeded, run_chat_episode
 from gem_core.rl.testing import TextPolicy
 
 torch = pytest.importorskip("torch", reason="policy backend tests need gem-core[rl] (torch)")
@@ -247,3 +249,250 @@ def test_http_failures_flag_only_their_episodes(server, tiny_model):
     assert all(ep.num_turns == 1 for ep in (episodes[0], episodes[2]))
     # Not confused with the scripted text policy: the HTTP one satisfies the Policy protocol too.
     assert isinstance(http, rl.Policy) and isinstance(TextPolicy(tokenizer, str), rl.Policy)
+
+
+# --- OpenAI-compatible chat endpoint (text level) -------------------------------------------
+
+
+class ChatServer:
+    """A local /v1/chat/completions server answering ``reply(messages)`` or as scripted."""
+
+    CONTEXT = (
+        b'{"object": "error", "message": "This model\'s maximum context length is 512 tokens. '
+        b'However, you requested 900 tokens.", "code": 400}'
+    )
+
+    def __init__(self, reply=lambda messages: "\\boxed{5}"):
+        self.reply_fn = reply
+        self.script: list[str] = []  # "ok", "httpNNN", "badjson", "hang", "context", "raw:<body>"
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                server.headers.append(dict(self.headers))
+                mode = server.script.pop(0) if server.script else "ok"
+                if self.path != "/v1/chat/completions":
+                    return self.reply(404, b'{"error": "no such route"}')
+                if mode == "hang":
+                    server.release.wait(5)
+                    return
+                if mode.startswith("http"):
+                    return self.reply(int(mode[4:]), b'{"error": "scripted"}')
+                if mode == "badjson":
+                    return self.reply(200, b"{not json")
+                if mode == "context":
+                    return self.reply(400, ChatServer.CONTEXT)
+                if mode.startswith("raw:"):
+                    return self.reply(200, mode[4:].encode())
+                text = server.reply_fn(body["messages"])
+                payload = {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+                }
+                self.reply(200, json.dumps(payload).encode())
+
+            def reply(self, code, payload):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def chat_server():
+    srv = ChatServer()
+    yield srv
+    srv.close()
+
+
+def chat_client(server, **kwargs):
+    kwargs.setdefault("backoff_s", 0.01)
+    return OpenAIChatPolicy(server.base_url, "chatty", **kwargs)
+
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Guess."}]
+
+
+def test_chat_client_sends_messages_and_reads_text_and_usage(chat_server):
+    http = chat_client(chat_server, api_key="k3y", extra_body={"top_k": 20, "n": None})
+    assert isinstance(http, ChatPolicy) and not isinstance(http, rl.Policy)
+    got = asyncio.run(http.chat(MESSAGES, SAMPLING))
+    assert got == ChatResult("\\boxed{5}", "stop", 11, 3)
+    body = chat_server.requests[-1]
+    assert body["messages"] == MESSAGES and body["model"] == "chatty"
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (
+        5,
+        1.0,
+        1.0,
+        7,
+    )
+    assert body["top_k"] == 20 and "n" not in body and body["stream"] is False
+    assert "prompt" not in body and "logprobs" not in body and "stop_token_ids" not in body
+    assert chat_server.headers[-1]["Authorization"] == "Bearer k3y"
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ({"choices": [{"message": {"content": None}, "finish_reason": "stop"}]}, ("", "stop")),
+        (
+            {"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"text": "b"}]}}]},
+            ("ab", "stop"),
+        ),
+        ({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]}, ("x", "length")),
+        (
+            {"choices": [{"message": {"content": "x"}, "finish_reason": "tool_calls"}]},
+            ("x", "stop"),
+        ),
+    ],
+)
+def test_chat_client_parses_content_shapes(payload, expected):
+    res = OpenAIChatPolicy("http://127.0.0.1:9/v1", "m").parse_response(json.dumps(payload))
+    assert (res.text, res.finish_reason) == expected
+    assert res.prompt_tokens is None and res.completion_tokens is None
+
+
+def test_chat_client_ignores_malformed_usage():
+    raw = {
+        "choices": [{"message": {"content": "x"}}],
+        "usage": {"prompt_tokens": "12", "completion_tokens": -1},
+    }
+    res = OpenAIChatPolicy("http://127.0.0.1:9/v1", "m").parse_response(json.dumps(raw))
+    assert res == ChatResult("x", "stop", None, None)
+
+
+def test_chat_client_retries_transient_errors(chat_server):
+    chat_server.script = ["http500", "http429"]
+    res = chat_client(chat_server, max_retries=2).chat_sync(MESSAGES, SAMPLING)
+    assert res.text == "\\boxed{5}" and len(chat_server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("script", "retries", "message", "attempts"),
+    [
+        (["http503"] * 2, 1, r"HTTP 503 from .*/chat/completions.* gave up after 2 attempts", 2),
+        (["http401"], 3, r"HTTP 401 from .*/v1/chat/completions: .*scripted", 1),
+        (["badjson"], 3, r"malformed response .* invalid JSON", 1),
+        (['raw:{"choices": []}'], 3, r"malformed response .* no choices\[0\]", 1),
+        (['raw:{"choices": [{"text": "hi"}]}'], 3, r"expected choices\[0\]\.message", 1),
+        (['raw:{"choices": [{"message": {"content": 3}}]}'], 3, r"content is int", 1),
+        (["hang", "hang"], 1, r"timed out .* gave up after 2 attempts", 2),
+    ],
+)
+def test_chat_client_errors(chat_server, script, retries, message, attempts):
+    chat_server.script = list(script)
+    with pytest.raises(rl.PolicyError, match=message):
+        chat_client(chat_server, max_retries=retries, timeout=0.3).chat_sync(MESSAGES, SAMPLING)
+    assert len(chat_server.requests) == attempts
+
+
+def test_context_length_answers_are_recognized(chat_server):
+    chat_server.script = ["context"]
+    with pytest.raises(ContextLengthExceeded, match=r"HTTP 400 .*maximum context length is 512"):
+        chat_client(chat_server, max_retries=3).chat_sync(MESSAGES, SAMPLING)
+    assert len(chat_server.requests) == 1  # not retried
+    assert issubclass(ContextLengthExceeded, rl.PolicyError)
+
+
+def test_run_chat_episode_plays_the_env_over_http(chat_server):
+    import gem_core
+
+    def reply(messages):
+        users = [m for m in messages if m["role"] == "user"]
+        return "\\boxed{" + str(len(users)) + "}"  # guesses 1, 2, 3, ...
+
+    chat_server.reply_fn = reply
+    env = gem_core.make("game:GuessTheNumber-v0-easy")
+    ep = asyncio.run(
+        run_chat_episode(
+            env,
+            chat_client(chat_server),
+            seed=0,
+            max_turns=3,
+            sampling=SAMPLING,
+            system_prompt="Be brief.",
+        )
+    )
+    assert ep.error is None and ep.num_turns >= 1
+    assert [t.action for t in ep.turns] == [f"\\boxed{{{i + 1}}}" for i in range(ep.num_turns)]
+    assert all(t.prompt_ids == t.response_ids == t.response_logprobs == [] for t in ep.turns)
+    assert ep.stats["requests"] == ep.num_turns
+    assert ep.stats["prompt_tokens"] == 11 * ep.num_turns
+    assert ep.stats["generated_tokens"] == 3 * ep.num_turns
+    last = chat_server.requests[-1]["messages"]
+    assert last[0] == {"role": "system", "content": "Be brief."}
+    assert [m["content"] for m in last if m["role"] == "assistant"] == [
+        t.action for t in ep.turns[:-1]
+    ]
+    assert [m["content"] for m in last if m["role"] == "user"] == [t.observation for t in ep.turns]
+    # Per-turn sampling seeds, derived like run_episode's.
+    seeds = [b["seed"] for b in chat_server.requests]
+    assert seeds == [rl.derive_seed(7, t) for t in range(ep.num_turns)]
+    env.close()
+
+
+def test_run_chat_episode_flags_failures_without_raising(chat_server):
+    import gem_core
+
+    env = gem_core.make("game:GuessTheNumber-v0-easy")
+
+    class Broken:
+        def __init__(self, result=None, delay=0.0):
+            self.result, self.delay = result, delay
+
+        async def chat(self, messages, sampling):
+            await asyncio.sleep(self.delay)
+            return self.result
+
+    def play(policy, **kw):
+        return asyncio.run(run_chat_episode(env, policy, seed=1, max_turns=2, **kw))
+
+    ep = play(Broken("not a ChatResult"))
+    assert ep.end_reason == "error" and "must return a ChatResult, got str" in ep.error
+    ep = play(Broken(ChatResult("x", "eos")))
+    assert "finish_reason must be one of ('stop', 'length'), got 'eos'" in ep.error
+    ep = play(Broken(ChatResult("x", "stop")), generation_timeout=0.05)
+    assert ep.error is None
+    ep = play(Broken(ChatResult("x", "stop"), delay=1.0), generation_timeout=0.05)
+    assert ep.error == "policy: PolicyError: chat() timed out after 0.05 s"
+    # A truncated reply is flagged; under "penalize" it ends the episode with the penalty.
+    ep = play(Broken(ChatResult("\\boxed{1", "length")), truncated_response="penalize")
+    assert ep.end_reason == "response_truncated" and ep.turns[0].reward == -1.0
+    assert ep.turns[0].response_truncated
+    # An HTTP failure mid-episode is flagged on the episode.
+    chat_server.reply_fn = lambda messages: "\\boxed{11}"  # out of range: the game goes on
+    chat_server.script = ["ok", "http400"]
+    ep = play(chat_client(chat_server, max_retries=0))
+    assert ep.num_turns == 1 and ep.end_reason == "error" and "HTTP 400" in ep.error
+    env.close()
