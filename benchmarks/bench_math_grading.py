@@ -18,23 +18,17 @@ cycle through four forms per problem: the reference answer boxed verbatim and
    math-verify. Ours: 2 shared grader workers; the reference: one ``multiprocessing.Pool(1)``
    per env.
 
-The reference's installed gem-llm 0.1.0 imports ``datasets`` and ``pylatexenc`` without
-declaring them. When they are missing from its venv, `measure` puts minimal stand-ins in
-``sys.modules`` (a list-backed ``Dataset`` with ``shuffle``; an identity
-``latex_to_text``) and says so in the result: the reference's memory is then lower than
-with the real packages (the ratio is conservative), and its sympy fallback sees raw LaTeX.
+The reference runs its real math env: gem-llm 0.1.0 imports ``datasets`` and ``pylatexenc``
+without declaring them, so `reference_venv` installs both (``UNDECLARED_DEPENDENCIES``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import statistics
-import sys
 import threading
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -74,60 +68,22 @@ def timeout_s(cfg: dict[str, Any]) -> float:
 
 
 # --- building envs ---------------------------------------------------------------------------
-def _reference_shims() -> list[str]:
-    """Stand-ins for the reference's undeclared imports that its venv lacks."""
-    used = []
-    try:
-        import datasets  # noqa: F401
-    except ImportError:
-        class Dataset(list):
-            @classmethod
-            def from_list(cls, rows: list[dict[str, Any]]) -> Dataset:
-                return cls(rows)
-
-            def shuffle(self, seed: int | None = None) -> Dataset:
-                out = Dataset(self)
-                random.Random(seed).shuffle(out)
-                return out
-
-        mod = types.ModuleType("datasets")
-        mod.Dataset = Dataset
-        mod.DatasetDict = type("DatasetDict", (dict,), {})
-
-        def load_dataset(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("stand-in `datasets`: no hub access in this benchmark")
-
-        mod.load_dataset = load_dataset
-        sys.modules["datasets"] = mod
-        used.append("datasets")
-    try:
-        import pylatexenc  # noqa: F401
-    except ImportError:
-        class LatexNodes2Text:
-            def latex_to_text(self, s: str) -> str:
-                return s
-
-        pkg = types.ModuleType("pylatexenc")
-        sub = types.ModuleType("pylatexenc.latex2text")
-        sub.LatexNodes2Text = LatexNodes2Text
-        pkg.latex2text = sub
-        sys.modules["pylatexenc"] = pkg
-        sys.modules["pylatexenc.latex2text"] = sub
-        used.append("pylatexenc")
-    return used
-
-
-def _build(backend_name: str, rows: list[dict[str, Any]], n: int, data: str) -> tuple[list[Any], list[str]]:
+def _build(backend_name: str, rows: list[dict[str, Any]], n: int, data: str) -> list[Any]:
     if backend_name == "ours":
         import gem_core
 
-        return [gem_core.make("math:Math12K", data_path=data) for _ in range(n)], []
-    shims = _reference_shims()
-    from datasets import Dataset
-    from gem.envs.math_env import MathEnv
+        return [gem_core.make("math:Math12K", data_path=data) for _ in range(n)]
+    try:
+        from datasets import Dataset
+        from gem.envs.math_env import MathEnv
+    except ImportError as e:
+        raise RuntimeError(
+            f"the reference's math env needs {e.name!r}, which gem-llm 0.1.0 does not declare; "
+            "rebuild its venv with: python benchmarks/reference_venv.py"
+        ) from e
 
     dataset = Dataset.from_list(rows)
-    return [MathEnv(dataset=dataset, seed=i) for i in range(n)], shims
+    return [MathEnv(dataset=dataset, seed=i) for i in range(n)]
 
 
 def _answer(env: Any) -> str:
@@ -246,7 +202,7 @@ def measure(backend: Any, cfg: dict[str, Any]) -> dict[str, Any]:
     with open(cfg["data"], encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     start = time.perf_counter()
-    envs, shims = _build(backend.name, rows, cfg["num_envs"], cfg["data"])
+    envs = _build(backend.name, rows, cfg["num_envs"], cfg["data"])
     build_s = time.perf_counter() - start
     try:
         # Every env grades one answer that needs math-verify (each reference env's worker works).
@@ -265,7 +221,7 @@ def measure(backend: Any, cfg: dict[str, Any]) -> dict[str, Any]:
             except Exception:  # noqa: BLE001
                 pass
     return {"num_envs": len(envs), "build_s": build_s, "warm_s": warm_s, "single": single,
-            "concurrent": concurrent, "memory": memory, "shims": shims}
+            "concurrent": concurrent, "memory": memory}
 
 
 # --- reporting -------------------------------------------------------------------------------
@@ -314,9 +270,6 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
         text += f"\nPSS ours/ref: {fmt_ratio(ratio)} (target <= {PSS_TARGET:.2f})"
     if ref is None:
         text += f"\nreference: {ref_note or 'n/a'}"
-    elif ref.get("shims"):
-        text += (f"\nreference ran with stand-ins for its undeclared imports {ref['shims']} "
-                 "(missing from its venv): its memory is understated, so the ratio is conservative")
     return text
 
 

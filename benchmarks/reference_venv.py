@@ -13,8 +13,9 @@ __all__ = ["REFERENCE_REQUIREMENT", "UNDECLARED_DEPENDENCIES", "default_venv_dir
 
 REFERENCE_REQUIREMENT = "gem-llm==0.1.0"
 # Imported by the reference's own envs but missing from its declared dependencies
-# (gem-llm 0.1.0: the Crosswords env imports pandas).
-UNDECLARED_DEPENDENCIES = ("pandas",)
+# (gem-llm 0.1.0: the Crosswords env imports pandas; the math, code and QA envs import
+# datasets; its math grader imports pylatexenc).
+UNDECLARED_DEPENDENCIES = ("pandas", "datasets", "pylatexenc")
 INSTALL_TIMEOUT_S = 1200
 
 

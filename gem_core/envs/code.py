@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gem_core.envs.qa import DatasetTaskEnv
+from gem_core.envs.dataset import DatasetTaskEnv
 from gem_core.errors import InvalidArgument
 from gem_core.grading.code import (
     MAX_CODE_CHARS,
@@ -71,7 +71,8 @@ class CodeEnv(DatasetTaskEnv):
         add_instructions: append the answer-format instructions to the problem.
         sandbox: the `gem_core.sandbox.Sandbox` to run tests in (not closed by the env);
             default: the per-process pool `gem_core.grading.code.shared_sandbox`.
-        data_path, env_id: see `gem_core.envs.qa.DatasetTaskEnv`.
+        data_path, env_id: see `gem_core.envs.dataset.DatasetTaskEnv`, which also sets the
+            row order (seeds, epochs, ``options={"index": i}``).
     Version history: v0 — the reference GEM's ids, datasets and keys; function-call
         tests, fraction reward and failure kinds added.
     """
@@ -149,7 +150,7 @@ class CodeEnv(DatasetTaskEnv):
                 what = f"a program of {len(code)} characters (at most {MAX_CODE_CHARS})"
             info = {"success": False, "format_error": True, "invalid_action": True,
                     "tests_passed": 0, "tests_total": len(self.tests), "tests_run": 0,
-                    "first_failure": None, "index": self.index}
+                    "first_failure": None}
             obs = f"Format error: {what}. Put the whole program in one ```python code block."
             return obs, self.format_penalty, info
         result = grade_program(
@@ -162,7 +163,7 @@ class CodeEnv(DatasetTaskEnv):
         success = result.all_passed
         reward = float(success) if self.reward_mode == "all" else result.fraction
         info = {"success": success, "format_error": False, "parsed_action": code,
-                **result.summary(), "index": self.index}
+                **result.summary()}
         if success:
             obs = f"All {result.total} tests passed."
         else:

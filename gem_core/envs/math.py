@@ -5,16 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gem_core.core import Env
-from gem_core.data import load_rows
+from gem_core.envs.dataset import DatasetTaskEnv
 from gem_core.errors import InvalidArgument
-from gem_core.grading.math import (
-    MAX_ANSWER_CHARS,
-    GradeResult,
-    MathGrader,
-    extract_boxed,
-    get_grader,
-)
+from gem_core.grading.extract import extract_boxed
+from gem_core.grading.math import MAX_ANSWER_CHARS, GradeResult, MathGrader, get_grader
 
 __all__ = ["MathEnv", "DEFAULT_INSTRUCTION", "REFERENCE_FORMAT_PENALTY"]
 
@@ -24,7 +18,7 @@ REFERENCE_FORMAT_PENALTY = -0.1
 """The reference GEM's format-error reward, used when ``use_format_error_reward=True``."""
 
 
-class MathEnv(Env[str, str]):
+class MathEnv(DatasetTaskEnv):
     r"""Answer a math problem from a dataset; the last ``\boxed{...}`` of the response is graded.
 
     Observation: at reset, the problem text followed by ``instruction`` (by default "Please
@@ -32,8 +26,9 @@ class MathEnv(Env[str, str]):
         short verdict ("Correct." / "Incorrect."); with attempts left, the verdict says how
         many remain.
     Action: free text; the content of its last complete ``\boxed{...}`` (or ``\fbox{...}``,
-        braces may nest) is the answer, graded by `gem_core.grading.math` (math-verify, in
-        the process-wide grader pool, with a timeout).
+        braces may nest; `gem_core.grading.extract.extract_boxed`) is the answer, graded by
+        `gem_core.grading.math` (math-verify, in the process-wide grader pool, with a
+        timeout).
     Rewards: 1.0 for a correct answer, 0.0 for a wrong one (also when grading timed out:
         ``info["grader_timeout"]``). A response without a box, or a non-string action, is a
         format error: reward ``format_penalty`` (default 0.0), ``info["format_error"]``.
@@ -42,14 +37,13 @@ class MathEnv(Env[str, str]):
         wrong answer or a format error leaves the episode running while attempts remain;
         a correct answer, or the last attempt, terminates it. Tool turns (through
         `gem_core.tools.ToolEnvWrapper`) do not reach the env and use no attempt.
-    Info: ``success`` (the answer was correct; on every step), ``turn``, ``format_error``,
-        ``parsed_action`` (the extracted answer or ``None``), ``correct``,
-        ``grader_timeout`` and ``grader_error`` (grading failed: timeout, worker crash,
-        math-verify error or over-long answer; the answer counts as wrong).
-    Problem order: ``reset(seed=s)`` picks a problem from ``self.rng`` (same seed, same
-        problem). Unseeded resets walk through the dataset in an order shuffled by
-        ``self.rng`` at each epoch (``shuffle=False``: file order), so every problem comes
-        once per epoch. ``reset(options={"index": i})`` picks problem ``i``.
+    Info: ``success`` (the answer was correct; on every step), ``turn``, ``index`` (the
+        row), ``format_error``, ``invalid_action``, ``parsed_action`` (the extracted
+        answer or ``None``), ``correct``, ``grader_timeout`` and ``grader_error`` (grading
+        failed: timeout, worker crash, math-verify error or over-long answer; the answer
+        counts as wrong).
+    Problem order: `gem_core.envs.dataset.DatasetTaskEnv`'s (same seed, same problem;
+        unseeded resets walk a shuffled epoch; ``options={"index": i}``).
 
     Arguments:
         dataset_name: the hub dataset (the reference GEM's name, e.g. ``"axon-rl/GSM-8k"``),
@@ -63,11 +57,11 @@ class MathEnv(Env[str, str]):
         use_format_error_reward: the reference GEM's switch: when True and
             ``format_penalty`` is 0.0, a format error pays -0.1.
         instruction: text appended to each problem (``None``: the bare problem).
-        shuffle: shuffle the order of unseeded resets.
+        shuffle: shuffle the order of unseeded resets (``False``: file order).
         grade_timeout: seconds the grader may spend on one answer (default: the shared
             grader's, 5 s).
         grader: a `MathGrader` to use instead of the shared one (its owner closes it).
-        env_id: the id named in data-loading errors (set by the registry).
+        env_id: the id named in error messages (set by the registry).
 
     Version history: v0 — the reference GEM's ids, datasets, splits and keys; grading in a
         shared process pool with hard timeouts.
@@ -92,8 +86,6 @@ class MathEnv(Env[str, str]):
         grader: MathGrader | None = None,
         env_id: str | None = None,
     ):
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise InvalidArgument(f"max_turns must be an int >= 1 (answer attempts), got {max_turns!r}")
         if grade_timeout is not None and (
             isinstance(grade_timeout, bool) or not isinstance(grade_timeout, (int, float)) or grade_timeout <= 0
         ):
@@ -104,84 +96,50 @@ class MathEnv(Env[str, str]):
             raise InvalidArgument(
                 f"grader must be a gem_core.grading.math.MathGrader or None, got {type(grader).__name__}"
             )
-        self.env_id = env_id or f"math env ({dataset_name})"
-        self.dataset_name = dataset_name
-        self.split = split
+        super().__init__(
+            env_id=env_id,
+            dataset_name=dataset_name,
+            split=split,
+            data_path=data_path,
+            required_keys=(question_key, answer_key),
+            max_turns=max_turns,
+            shuffle=shuffle,
+        )
         self.question_key = question_key
         self.answer_key = answer_key
-        self.rows: list[dict[str, Any]] = load_rows(
-            self.env_id, dataset_name, split, data_path, required_keys=(question_key, answer_key)
-        )
-        self.max_turns = max_turns
         self.format_penalty = float(format_penalty)
         if use_format_error_reward and self.format_penalty == 0.0:
             self.format_penalty = REFERENCE_FORMAT_PENALTY
         self.instruction = instruction
-        self.shuffle = bool(shuffle)
         self.grade_timeout = None if grade_timeout is None else float(grade_timeout)
         self._grader = grader
         if grader is None:
             get_grader()  # start the shared workers now, while the policy generates
-        self.index = 0
         self.problem = ""
         self.answer: Any = None
-        self.turn = 0
-        self.epoch = 0
-        self._order: list[int] = []
-        self._cursor = 0
 
     @property
     def grader(self) -> MathGrader:
         """The grader in use: the one given, else the process-wide `get_grader` instance."""
         return self._grader if self._grader is not None else get_grader()
 
-    # --- episode selection -----------------------------------------------------------------
-    def _next_index(self, seed: int | None, options: dict[str, Any] | None) -> int:
-        n = len(self.rows)
-        if options and "index" in options:
-            i = options["index"]
-            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
-                raise InvalidArgument(
-                    f"reset(options={{'index': ...}}) must be an int in [0, {n}), got {i!r}"
-                )
-            return i
-        if seed is not None:
-            # A seeded reset also restarts the unseeded walk, so what follows it is
-            # determined by the seed too.
-            i = self.rng.randrange(n)
-            self._order = [] if self.shuffle else list(range(n))
-            self._cursor = i + 1
-            return i
-        if self._cursor >= len(self._order):
-            if self._order:
-                self.epoch += 1
-            self._order = list(range(n))
-            if self.shuffle:
-                self.rng.shuffle(self._order)
-            self._cursor = 0
-        i = self._order[self._cursor]
-        self._cursor += 1
-        return i
-
+    # --- the problem ---------------------------------------------------------------------
     def problem_text(self, row: dict[str, Any]) -> str:
         """The observation text of a row: the problem plus the instruction."""
         problem = str(row[self.question_key])
         return f"{problem}\n\n{self.instruction}" if self.instruction else problem
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self.index = self._next_index(seed, options)
-        row = self.rows[self.index]
+    def prompt(self, row: dict[str, Any]) -> Any:
         self.answer = row[self.answer_key]
-        self.turn = 0
         self.problem = self.problem_text(row)
-        return self.observation(self.problem, row), {"turn": 0, "success": False, "index": self.index}
+        return self.observation(self.problem, row)
 
     def observation(self, text: str, row: dict[str, Any] | None = None) -> Any:
         """The observation for ``text`` (a subclass may add images)."""
         return text
 
     # --- grading ---------------------------------------------------------------------------
+    @property
     def references(self) -> list[str]:
         """The acceptable answers of the current problem, as strings."""
         ans = self.answer
@@ -189,20 +147,18 @@ class MathEnv(Env[str, str]):
             return [str(a) for a in ans]
         return [str(ans)]
 
-    def grade(self, answer: str) -> GradeResult:
+    def grade_answer(self, answer: str) -> GradeResult:
         """Grade an extracted answer against every acceptable reference (first correct wins)."""
         result = GradeResult(False)
         grader = self.grader
-        for ref in self.references():
+        for ref in self.references:
             result = grader.grade_result(answer, ref, self.grade_timeout)
             if result.correct:
                 break
         return result
 
-    def step(self, action: str):
-        self.turn += 1
-        content = extract_boxed(action) if isinstance(action, str) else None
-        attempts_left = self.max_turns - self.turn
+    def grade(self, action: Any) -> tuple[str, float, dict[str, Any]]:
+        content = extract_boxed(action)
         if content is None:
             why = (
                 f"the action must be text, got {type(action).__name__}"
@@ -210,35 +166,21 @@ class MathEnv(Env[str, str]):
                 else "no \\boxed{...} answer found"
             )
             info = self._info(False, format_error=True, parsed=None)
-            terminated = attempts_left <= 0
-            obs = f"Format error: {why}. Put your final answer within \\boxed{{}}."
-            if not terminated:
-                obs += self._attempts_text(attempts_left)
-            return obs, self.format_penalty, terminated, False, info
-        result = self.grade(content)
+            return f"Format error: {why}. Put your final answer within \\boxed{{}}.", self.format_penalty, info
+        result = self.grade_answer(content)
         info = self._info(result.correct, format_error=False, parsed=content)
         info["grader_timeout"] = result.timed_out
         info["grader_error"] = result.error is not None
         if result.correct:
-            return "Correct.", 1.0, True, False, info
-        terminated = attempts_left <= 0
-        obs = "Incorrect."
-        if result.timed_out:
-            obs = "Incorrect (grading timed out)."
-        if not terminated:
-            obs += self._attempts_text(attempts_left)
-        return obs, 0.0, terminated, False, info
+            return "Correct.", 1.0, info
+        return ("Incorrect (grading timed out)." if result.timed_out else "Incorrect."), 0.0, info
 
     @staticmethod
-    def _attempts_text(left: int) -> str:
-        return f" Try again: {left} attempt{'s' if left != 1 else ''} left."
-
-    def _info(self, correct: bool, *, format_error: bool, parsed: str | None) -> dict[str, Any]:
+    def _info(correct: bool, *, format_error: bool, parsed: str | None) -> dict[str, Any]:
         if parsed is not None and len(parsed) > MAX_ANSWER_CHARS:
             parsed = parsed[:MAX_ANSWER_CHARS]
         return {
             "success": bool(correct),
-            "turn": self.turn,
             "format_error": format_error,
             "invalid_action": format_error,
             "parsed_action": parsed,
@@ -250,7 +192,3 @@ class MathEnv(Env[str, str]):
     def sample_random_action(self) -> str:
         """A boxed random small integer (a well-formed, usually wrong, answer)."""
         return f"The answer is \\boxed{{{self.rng.randint(0, 100)}}}."
-
-    def close(self) -> None:
-        """Nothing to release: the shared grader outlives envs (closed at exit)."""
-

@@ -32,7 +32,6 @@ import io
 import json
 import math
 import random
-import re
 import sys
 import threading
 from collections import OrderedDict
@@ -41,6 +40,7 @@ from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import DependencyNotInstalled, InvalidArgument, ResetNeeded
+from gem_core.grading.extract import boxed_span, tagged_span
 
 __all__ = [
     "ReasoningGymEnv",
@@ -126,9 +126,6 @@ DEFAULT_INSTRUCTION = (
 """Appended to every question (pass ``instruction=""`` to leave the question as is)."""
 
 _BOX_OPEN = "\\boxed{"
-_BOX_TOKENS = re.compile(r"\\boxed\{|[{}]")
-_ANSWER_OPEN = "<answer>"
-_ANSWER_CLOSE = "</answer>"
 _SCORE_TOLERANCE = 1e-9
 # One lock for every call into reasoning_gym: those calls swap the process-global
 # random/numpy states (and stdout), which must not interleave across threads.
@@ -138,61 +135,31 @@ _DATASETS_LOCK = threading.Lock()
 _ENTRY_CACHE_SIZE = 2048
 
 
-def _last_boxed(text: str) -> tuple[str, int] | None:
-    r"""The content and end offset of the complete ``\boxed{...}`` that closes last.
-
-    One linear pass (braces may nest; a stray ``}`` is ignored), so adversarial input
-    such as many unclosed ``\boxed{`` costs O(len(text)).
-    """
-    stack: list[int] = []  # content start of a box, or -1 for a plain brace
-    best: tuple[str, int] | None = None
-    for m in _BOX_TOKENS.finditer(text):
-        token = m.group()
-        if token == "}":
-            if stack:
-                start = stack.pop()
-                if start >= 0:
-                    best = (text[start : m.start()], m.end())
-        else:
-            stack.append(m.end() if token == _BOX_OPEN else -1)
-    return best
-
-
-def _last_tagged(text: str) -> tuple[str, int] | None:
-    """The content and end offset of the last complete ``<answer>...</answer>``."""
-    close = text.rfind(_ANSWER_CLOSE)
-    if close < 0:
-        return None
-    open_ = text.rfind(_ANSWER_OPEN, 0, close)
-    if open_ < 0:
-        return None
-    return text[open_ + len(_ANSWER_OPEN) : close], close + len(_ANSWER_CLOSE)
-
-
 def extract_answer(text: str) -> str | None:
     r"""The final answer in a model response, stripped; ``None`` when there is none.
 
     The answer is the last complete ``<answer>...</answer>`` block or the last complete
-    ``\boxed{...}`` (braces may nest), whichever ends later in the text. A tagged answer
-    that is itself exactly one ``\boxed{...}`` is unwrapped.
+    ``\boxed{...}`` (`gem_core.grading.extract`: braces may nest, ``\fbox`` counts),
+    whichever ends later in the text. A tagged answer that is itself exactly one
+    ``\boxed{...}`` is unwrapped.
 
     >>> extract_answer(r"so \boxed{x^{2}} ... <answer>7</answer>")
     '7'
     >>> extract_answer(r"<answer> \boxed{1 2} </answer> and \boxed{3")
     '1 2'
     """
-    tagged = _last_tagged(text)
-    boxed = _last_boxed(text)
+    tagged = tagged_span(text)
+    boxed = boxed_span(text)
     if tagged is None and boxed is None:
         return None
     if boxed is None or (tagged is not None and tagged[1] >= boxed[1]):
-        answer = tagged[0].strip()  # type: ignore[index]
-        if answer.startswith(_BOX_OPEN) and answer.endswith("}"):
-            inner = _last_boxed(answer)
-            if inner is not None and inner[1] == len(answer) and answer.count(_BOX_OPEN) == 1:
-                answer = inner[0].strip()
+        answer = text[tagged[0] : tagged[1]].strip()  # type: ignore[index]
+        if answer.startswith(_BOX_OPEN) and answer.endswith("}") and answer.count(_BOX_OPEN) == 1:
+            inner = boxed_span(answer)
+            if inner is not None and inner[1] == len(answer) - 1:
+                answer = answer[inner[0] : inner[1]].strip()
         return answer
-    return boxed[0].strip()
+    return text[boxed[0] : boxed[1]].strip()
 
 
 def reference_action(entry: dict[str, Any], name: str | None = None) -> str | None:
@@ -208,7 +175,7 @@ def reference_action(entry: dict[str, Any], name: str | None = None) -> str | No
         return None
     if not isinstance(answer, str):
         answer = json.dumps(answer)
-    return f"{_ANSWER_OPEN}{answer}{_ANSWER_CLOSE}"
+    return f"<answer>{answer}</answer>"
 
 
 def _import_reasoning_gym() -> Any:

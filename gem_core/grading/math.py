@@ -1,9 +1,9 @@
-r"""Math answer grading: `extract_boxed`, and `MathGrader` (math-verify in a small, shared, killable pool).
+r"""Math answer grading: `MathGrader` (math-verify in a small, shared, killable pool) and its fast path.
 
 The math envs grade an answer in three steps:
 
-1. `extract_boxed` takes the content of the last ``\boxed{...}`` (or ``\fbox{...}``) of the
-   agent's response.
+1. `extract_boxed` (from `gem_core.grading.extract`, re-exported here) takes the content
+   of the last ``\boxed{...}`` (or ``\fbox{...}``) of the agent's response.
 2. A cheap fast path in the calling thread: the same string after light normalisation
    (whitespace, ``$`` delimiters, ``\left``/``\right``, ``\dfrac``; also after dropping a
    leading ``x=``) is correct; two plain integers (thousands commas allowed) compare by
@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
+from gem_core.grading.extract import extract_boxed
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -67,8 +68,6 @@ DEFAULT_TIMEOUT_S = 5.0
 """Per-call timeout of the shared grader, seconds (override: ``GEM_MATH_GRADER_TIMEOUT``)."""
 MAX_ANSWER_CHARS = 5_000
 """Answers (and box contents) longer than this are graded wrong without parsing."""
-_MAX_BOX_CHARS = 20_000  # extract_boxed: a longer box is not an answer
-_MAX_BOX_CANDIDATES = 32  # extract_boxed: unclosed boxes tried before giving up
 _START_TIMEOUT_S = 120.0  # a worker must import math-verify and warm up within this
 _SPAWN_ATTEMPTS = 3
 
@@ -100,51 +99,6 @@ class GradeResult:
 
     def __bool__(self) -> bool:
         return self.correct
-
-
-# --- extraction ----------------------------------------------------------------------------
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?:\s*\{|\s+([^\s${}]+))")
-_BRACE_RE = re.compile(r"[{}]")
-
-
-def _match_brace(text: str, i: int, limit: int) -> int:
-    """Index of the ``}`` closing the ``{`` just before ``text[i]``, or -1 before ``limit``.
-
-    Escaped braces (``\\{``, ``\\}``) count like any other: LaTeX sets keep them balanced.
-    """
-    depth = 1
-    for m in _BRACE_RE.finditer(text, i, limit):
-        if m.group() == "{":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.start()
-    return -1
-
-
-def extract_boxed(text: Any) -> str | None:
-    r"""The content of the last complete ``\boxed{...}`` / ``\fbox{...}`` in ``text``.
-
-    Braces may nest (``\boxed{\frac{1}{2}}`` gives ``\frac{1}{2}``); ``\boxed 5`` (no
-    braces) counts too. An unclosed box is skipped in favour of the last complete one
-    before it. Boxes longer than 20,000 characters, and non-string input, give ``None``.
-    Work is bounded on any input (a 1 MB response takes milliseconds).
-
-    >>> extract_boxed(r"so \boxed{1} ... finally \boxed{\frac{1}{2}} and \boxed{3")
-    '\\frac{1}{2}'
-    """
-    if not isinstance(text, str) or "\\" not in text:
-        return None
-    found = [m for m in _BOX_RE.finditer(text)]
-    for m in reversed(found[-_MAX_BOX_CANDIDATES:]):
-        if m.group(1) is not None:
-            return m.group(1)
-        i = m.end()
-        close = _match_brace(text, i, min(len(text), i + _MAX_BOX_CHARS + 1))
-        if close >= 0:
-            return text[i:close]
-    return None
 
 
 # --- normalisation and the fast path ---------------------------------------------------------

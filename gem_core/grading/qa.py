@@ -1,4 +1,6 @@
-"""QA answer grading: answer extraction, SQuAD normalisation, exact match and token F1.
+"""QA answer grading: SQuAD normalisation, exact match and token F1.
+
+The answer itself is extracted by `gem_core.grading.extract.extract_tagged_answer`.
 
 The metrics follow the SQuAD evaluation script's definitions: both prediction and
 reference are normalised (`normalize_answer`), exact match compares the normalised
@@ -28,7 +30,6 @@ __all__ = [
     "as_references",
     "exact_match",
     "f1_score",
-    "extract_tagged_answer",
 ]
 
 MAX_ANSWER_CHARS = 10_000
@@ -36,7 +37,6 @@ MAX_ANSWER_CHARS = 10_000
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
-_OPEN, _CLOSE = "<answer>", "</answer>"
 
 
 def normalize_answer(text: str) -> str:
@@ -123,19 +123,3 @@ def f1_score(prediction: str, references: str | Sequence[str]) -> float:
     """
     pred = answer_tokens(prediction)
     return max((_f1(pred, answer_tokens(ref)) for ref in as_references(references)), default=0.0)
-
-
-def extract_tagged_answer(text: str) -> str | None:
-    """The stripped content of the last complete ``<answer>...</answer>`` in ``text``.
-
-    The last closing tag and the nearest opening tag before it delimit the answer, so
-    ``"<answer>draft <answer>final</answer>"`` gives ``"final"``. Linear in the text's
-    length. Returns ``None`` when there is no complete pair.
-    """
-    end = text.rfind(_CLOSE)
-    if end < 0:
-        return None
-    start = text.rfind(_OPEN, 0, end)
-    if start < 0:
-        return None
-    return text[start + len(_OPEN) : end].strip()

@@ -1,4 +1,4 @@
-"""Smoke test: `benchmarks/run.py --quick --no-reference` runs and writes well-formed JSON."""
+"""Smoke tests: `benchmarks/run.py --quick --no-reference` runs each benchmark and writes well-formed JSON."""
 
 from __future__ import annotations
 
@@ -53,3 +53,25 @@ def test_vector_bench(tmp_path: Path) -> None:
         assert all(rate > 0 for rate in row[mode]["trials"])
     for key in ("sync_overhead", "async_overhead", "async_over_sync"):
         assert row["ratios"][key] > 0
+
+
+def test_math_grading_bench(tmp_path: Path) -> None:
+    pytest.importorskip("math_verify", reason="the math_grading benchmark needs math-verify (gem-core[math])")
+    result = _run(tmp_path, "math_grading", "--math-envs", "4", "--math-threads", "2")
+    assert result["num_envs"] == 4
+    for key, threads in (("single", 1), ("concurrent", 2)):
+        entry = result[key]
+        assert "error" not in entry, entry
+        assert entry["threads"] == threads and entry["answers"] > 0 and entry["answers_per_s"] > 0
+        assert 0 < entry["p50_s"] <= entry["p99_s"]
+        assert entry["agreement"] == 1.0 and entry["flagged"] == 0  # every answer graded as expected
+    if result["memory"] is not None:  # Linux: the env process plus its 2 grader workers
+        assert result["memory"]["processes"] >= 3 and result["memory"]["pss_bytes"] > 0
+
+
+def test_code_grading_bench(tmp_path: Path) -> None:
+    result = _run(tmp_path, "code_grading", "--code-tests", "12")
+    assert result["throughput_tests"] == 12 and result["latency_tests"] == 12
+    assert result["tests_per_s"] > 0 and all(r > 0 for r in result["tests_per_s_runs"])
+    assert 0 < result["p50_s"] <= result["p99_s"] and result["n"] == 5
+    assert result["isolation"] in ("bwrap", "netns", "rlimits") and result["parallel"] >= 1

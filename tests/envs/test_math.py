@@ -137,26 +137,28 @@ def test_multiple_attempts() -> None:
 
 
 def test_problem_order_seeded_indexed_and_epochs() -> None:
+    # The order itself is DatasetTaskEnv's (tests/envs/test_families.py); here: MathEnv uses it.
     env = make("math:GSM8K", data_path="sample")
     n = len(env.unwrapped.rows)
     first = [env.reset(seed=s)[0] for s in range(5)]
     assert first == [env.reset(seed=s)[0] for s in range(5)]
     assert len(set(first)) > 1
     assert env.reset(options={"index": 3})[1]["index"] == 3
-    env.reset(seed=9)
-    epoch = [env.reset()[1]["index"] for _ in range(n)]
-    assert sorted(epoch) == list(range(n))  # every problem once per epoch
+    seen = [env.reset(seed=9)[1]["index"]] + [env.reset()[1]["index"] for _ in range(n - 1)]
+    assert sorted(seen) == list(range(n))  # the seeded reset opens an epoch: every problem once
     assert env.unwrapped.epoch == 0
     env.reset()
     assert env.unwrapped.epoch == 1
     unshuffled = make("math:GSM8K", data_path="sample", shuffle=False)
     unshuffled.reset(options={"index": 0})
     assert [unshuffled.reset()[1]["index"] for _ in range(3)] == [0, 1, 2]
+    start = unshuffled.reset(seed=5)[1]["index"]
+    assert [unshuffled.reset()[1]["index"] for _ in range(2)] == [(start + 1) % n, (start + 2) % n]
 
 
 def test_bad_index_option_names_the_range() -> None:
     env = make("math:GSM8K", data_path="sample")
-    with pytest.raises(InvalidArgument, match=r"must be an int in \[0, 50\), got 50"):
+    with pytest.raises(InvalidArgument, match=r"math:GSM8K: .*expects an int in \[0, 50\) \(the dataset has 50 rows\), got 50"):
         env.reset(options={"index": 50})
 
 
@@ -209,7 +211,7 @@ def test_rows_without_the_keys_are_rejected(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"max_turns": 0}, "max_turns must be an int >= 1 (answer attempts), got 0"),
+        ({"max_turns": 0}, "max_turns must be an int >= 1 (answer attempts per episode), got 0"),
         ({"grade_timeout": -1}, "grade_timeout must be a positive number of seconds or None, got -1"),
         ({"grader": "pool"}, "grader must be a gem_core.grading.math.MathGrader or None, got str"),
     ],

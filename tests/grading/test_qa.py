@@ -8,7 +8,6 @@ from gem_core.grading.qa import (
     answer_tokens,
     as_references,
     exact_match,
-    extract_tagged_answer,
     f1_score,
     normalize_answer,
 )
@@ -102,28 +101,3 @@ def test_references_shapes_and_errors():
     assert as_references(()) == []
     with pytest.raises(TypeError, match=r"must be a string, a number or a list of them; got dict"):
         as_references({"text": "Paris"})
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("<think>hmm</think><answer> Paris </answer>", "Paris"),
-        ("<answer>one</answer> then <answer>two</answer>", "two"),
-        ("<answer>draft <answer>final</answer>", "final"),
-        ("<answer>multi\nline</answer>", "multi\nline"),
-        ("<answer></answer>", ""),
-        ("no tags", None),
-        ("<answer>unclosed", None),
-        ("closed only</answer>", None),
-        ("<answer>a</answer><answer>unclosed", "a"),
-    ],
-)
-def test_extract_tagged_answer(text, expected):
-    assert extract_tagged_answer(text) == expected
-
-
-def test_extract_tagged_answer_is_linear_on_pathological_input():
-    # A regex `<answer>(.*?)</answer>` rescans the tail from every opening tag: quadratic.
-    text = "<answer>" * 200_000
-    assert extract_tagged_answer(text) is None
-    assert extract_tagged_answer(text + "x</answer>") == "x"

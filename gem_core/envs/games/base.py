@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gem_core.core import Env
+from gem_core.grading.extract import extract_boxed
 
 __all__ = [
     "LanguageGame",
@@ -18,48 +19,9 @@ __all__ = [
 FORMAT_ERROR_MODES = ("terminate", "retry")
 # Box contents longer than this are a format error (no game move is that long).
 MAX_BOX_CHARS = 2_000
-_BOX = "\\boxed{"
 
-
-def extract_last_boxed(text: str) -> str | None:
-    r"""The content of the last *complete* ``\boxed{...}`` in ``text`` (braces may nest).
-
-    An unclosed box at the end is skipped in favour of the last complete one before it.
-    Returns ``None`` when there is no complete box.
-
-    >>> extract_last_boxed(r"first \boxed{1} then \boxed{{2}} and \boxed{3")
-    '{2}'
-    """
-    end = len(text)
-    while True:
-        start = text.rfind(_BOX, 0, end)
-        if start < 0:
-            return None
-        i = start + len(_BOX)
-        close = text.find("}", i, i + MAX_BOX_CHARS + 1)
-        if close >= 0 and text.find("{", i, close) < 0:
-            return text[i:close]  # fast path: no nested braces
-        depth = 1
-        close = -1
-        # Scan for the matching brace; stop early on a long box.
-        limit = min(len(text), i + MAX_BOX_CHARS + 1)
-        j = i
-        while j < limit:
-            c = text[j]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    close = j
-                    break
-            j += 1
-        if close >= 0:
-            return text[i:close]
-        if j >= limit and limit < len(text):
-            # Too long to be a move: report it as the (unparsable) content.
-            return text[i:limit]
-        end = start  # unclosed: try the box before it
+extract_last_boxed = extract_boxed
+"""`gem_core.grading.extract.extract_boxed` under its former name (existing imports keep working)."""
 
 
 @dataclass(slots=True)
@@ -187,17 +149,8 @@ class LanguageGame(Env[str, str]):
 
     def step(self, action: str):
         self.turn += 1
-        content = None
-        if isinstance(action, str):
-            # Inlined fast path of `extract_last_boxed` (the common, un-nested box).
-            start = action.rfind(_BOX)
-            if start >= 0:
-                i = start + 7
-                close = action.find("}", i, i + MAX_BOX_CHARS + 1)
-                if close >= 0 and action.find("{", i, close) < 0:
-                    content = action[i:close]
-                else:
-                    content = extract_last_boxed(action)
+        # No length limit here: an over-long box is reported as unreadable, not skipped.
+        content = extract_boxed(action, max_chars=None)
         move = None
         if content is not None and len(content) <= MAX_BOX_CHARS:
             try:
