@@ -6,9 +6,9 @@
 # * ours: `gem_core.grading.code.grade_program` on the per-process sandbox pool
 #   (`shared_sandbox`: warm bubblewrap-isolated workers, tests of a submission in parallel);
 # * the reference: `gem.envs.code_env.CodeEnv._check_correct` (a 5-thread pool, one plain
-#   unsandboxed `python -c` subprocess per test, sandbox_type="none"). The reference venv
-#   lacks the `datasets` package that code_env imports at module level but never uses for
-#   grading, so an empty stand-in module is put in sys.modules before the import. Its
+#   unsandboxed `python -c` subprocess per test, sandbox_type="none"). code_env imports
+#   `datasets` at module level (undeclared by gem-llm; reference_venv.py installs it) but
+#   never uses it for grading: if it is missing, an empty stand-in is put in sys.modules. Its
 #   subprocesses run the `python` found on PATH: the worker puts its own venv's bin first
 #   (as an activated venv would), so a slow shim (pyenv) does not count against it.
 #

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.envs.games.base import extract_last_boxed
+from gem_core.grading.extract import extract_boxed, extract_tagged_answer
 from gem_core.envs.mcp_tasks.tasks import (
     TASK_NAMES,
     TASKS,
@@ -37,25 +37,19 @@ MAX_ANSWER_CHARS = 1_000
 """A longer final answer is graded as wrong (no answer in this catalog is that long)."""
 FORMAT_ERROR_MODES = ("retry", "terminate")
 
-_OPEN, _CLOSE = "<answer>", "</answer>"
 _TABLES = ("customers", "products", "orders", "order_items", "settings")
 
 
 def extract_answer(text: str) -> str | None:
     r"""The last complete ``<answer>...</answer>``, else the last ``\boxed{...}``, else None.
 
-    Linear in the length of ``text`` (no backtracking on unclosed tags).
-
     >>> extract_answer("I think <answer>12</answer> no, <answer> 13 </answer>")
     '13'
     """
-    end = text.rfind(_CLOSE)
-    if end >= 0:
-        start = text.rfind(_OPEN, 0, end)
-        if start >= 0:
-            return text[start + len(_OPEN) : end].strip()
-    boxed = extract_last_boxed(text)
-    return boxed.strip() if boxed is not None else None
+    answer = extract_tagged_answer(text)
+    if answer is None:
+        answer = extract_boxed(text)
+    return answer.strip() if answer is not None else None
 
 
 def _readonly_uri(path: str) -> str:
