@@ -26,12 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import shlex
+import statistics
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 

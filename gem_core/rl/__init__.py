@@ -35,7 +35,12 @@ from gem_core.rl.advantages import (
     rloo,
 )
 from gem_core.rl.batch import TrainingBatch, build_training_batch
-from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy, TransformersPolicy, sequence_logprobs
+from gem_core.rl.policies import (
+    OpenAIChatPolicy,
+    OpenAIPolicy,
+    TransformersPolicy,
+    sequence_logprobs,
+)
 from gem_core.rl.rollout import (
     ChatFormatter,
     ChatPolicy,
@@ -46,8 +51,8 @@ from gem_core.rl.rollout import (
     PolicyError,
     SamplingParams,
     TemplateRewriteWarning,
-    collect_episodes,
     chat_messages,
+    collect_episodes,
     collect_episodes_sync,
     derive_seed,
     run_chat_episode,

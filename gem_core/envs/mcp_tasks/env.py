@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.grading.extract import extract_boxed, extract_tagged_answer
 from gem_core.envs.mcp_tasks.tasks import (
     TASK_NAMES,
     TASKS,
@@ -26,6 +25,7 @@ from gem_core.envs.mcp_tasks.tasks import (
     tool_call,
 )
 from gem_core.errors import ClosedEnvError, ResetNeeded
+from gem_core.grading.extract import extract_boxed, extract_tagged_answer
 
 __all__ = ["MCPTaskEnv", "SERVER_SCRIPT", "SEED_SQL", "extract_answer", "MAX_ANSWER_CHARS"]
 
