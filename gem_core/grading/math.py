@@ -21,14 +21,18 @@ A call that exceeds its timeout kills its worker; the answer is graded wrong and
 pipes are dropped, so a slow answer can never leak its result into a later grade (the
 reference GEM's per-env ``multiprocessing.Pool(1)`` does: after one slow grade its next
 answers read stale results). A worker that dies mid-call is handled the same way
-(`GradeResult.crashed`).
+(`GradeResult.crashed`). Each worker's address space is capped (``memory_mb``, default
+1 GiB): an answer like ``2^{2^{40}}`` (a 128 GiB integer) raises MemoryError in the worker
+and is graded wrong (math-verify reports it as no parse) instead of growing until the
+timeout, or, in a worker orphaned mid-computation, without end.
 
 Workers exit when their parent exits (pipe closed, or a parent-pid watchdog if they are
 busy), and the shared grader is closed ``atexit``. After ``os.fork`` the child drops the
 parent's grader without touching its workers; its next `get_grader` starts its own pool.
 
 Settings of the shared grader come from the environment: ``GEM_MATH_GRADER_WORKERS``
-(default 2) and ``GEM_MATH_GRADER_TIMEOUT`` (seconds, default 5).
+(default 2), ``GEM_MATH_GRADER_TIMEOUT`` (seconds, default 5) and
+``GEM_MATH_GRADER_MEMORY_MB`` (default 1024).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
 from gem_core.grading.extract import extract_boxed
 
 __all__ = [
+    "DEFAULT_MEMORY_MB",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_WORKERS",
     "MAX_ANSWER_CHARS",
@@ -66,6 +71,8 @@ DEFAULT_WORKERS = 2
 """Worker processes of the shared grader (override: ``GEM_MATH_GRADER_WORKERS``)."""
 DEFAULT_TIMEOUT_S = 5.0
 """Per-call timeout of the shared grader, seconds (override: ``GEM_MATH_GRADER_TIMEOUT``)."""
+DEFAULT_MEMORY_MB = 1024
+"""Address-space cap of each worker, MiB (override: ``GEM_MATH_GRADER_MEMORY_MB``)."""
 MAX_ANSWER_CHARS = 5_000
 """Answers (and box contents) longer than this are graded wrong without parsing."""
 _START_TIMEOUT_S = 120.0  # a worker must import math-verify and warm up within this
@@ -173,10 +180,16 @@ def _verify(answer: str, reference: str) -> bool:
 
 
 # --- the worker process ----------------------------------------------------------------------
-def _worker_main(read_fd: int, write_fd: int, parent_pid: int) -> None:  # pragma: no cover - in a subprocess
+def _worker_main(read_fd: int, write_fd: int, parent_pid: int, memory_mb: int = 0) -> None:  # pragma: no cover - in a subprocess
     """Serve grade requests on a pipe pair until the parent closes it or exits."""
     import logging
     from multiprocessing.connection import Connection
+
+    if memory_mb > 0:
+        import resource
+
+        cap = memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
@@ -213,7 +226,7 @@ def _worker_main(read_fd: int, write_fd: int, parent_pid: int) -> None:  # pragm
 
 _WORKER_CODE = (
     "import sys; from gem_core.grading.math import _worker_main; "
-    "_worker_main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))"
+    "_worker_main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
 )
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -272,10 +285,14 @@ class MathGrader:
         timeout: default per-call timeout in seconds (the time a worker may spend on one
             answer; waiting for a free worker does not count).
         max_answer_chars: longer answers are graded wrong (flagged) without parsing.
+        memory_mb: address-space cap of each worker in MiB (``RLIMIT_AS``); an answer
+            that needs more is graded wrong (the MemoryError is raised in the worker).
+            ``None``: no cap.
 
     Raises:
         DependencyNotInstalled: math-verify is missing (``pip install "gem-core[math]"``).
-        InvalidArgument: a non-positive ``num_workers`` or ``timeout``.
+        InvalidArgument: a non-positive ``num_workers`` or ``timeout``, or a
+            ``memory_mb`` under 64.
     """
 
     def __init__(
@@ -284,6 +301,7 @@ class MathGrader:
         timeout: float = DEFAULT_TIMEOUT_S,
         *,
         max_answer_chars: int = MAX_ANSWER_CHARS,
+        memory_mb: int | None = DEFAULT_MEMORY_MB,
     ):
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
             raise InvalidArgument(
@@ -293,11 +311,19 @@ class MathGrader:
             raise InvalidArgument(
                 f"MathGrader(timeout=...) must be a positive number of seconds, got {timeout!r}"
             )
+        if memory_mb is not None and (
+            isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or memory_mb < 64
+        ):
+            raise InvalidArgument(
+                f"MathGrader(memory_mb=...) must be an int >= 64 (MiB) or None, got {memory_mb!r}; "
+                f"the default is {DEFAULT_MEMORY_MB}"
+            )
         if importlib.util.find_spec("math_verify") is None:
             raise DependencyNotInstalled("math_verify", "math", "math answer grading")
         self.num_workers = num_workers
         self.timeout = float(timeout)
         self.max_answer_chars = int(max_answer_chars)
+        self.memory_mb = memory_mb
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._free: list[_Worker] = []
@@ -365,7 +391,8 @@ class MathGrader:
         env.setdefault("OMP_NUM_THREADS", "1")
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE, str(req_r), str(res_w), str(os.getpid())],
+                [sys.executable, "-c", _WORKER_CODE, str(req_r), str(res_w), str(os.getpid()),
+                 str(self.memory_mb or 0)],
                 pass_fds=(req_r, res_w),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -605,6 +632,7 @@ def get_grader() -> MathGrader:
             g = MathGrader(
                 _env_number("GEM_MATH_GRADER_WORKERS", DEFAULT_WORKERS, int),
                 _env_number("GEM_MATH_GRADER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
+                memory_mb=_env_number("GEM_MATH_GRADER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
             )
             _SHARED = g
             if not _ATEXIT_REGISTERED:

@@ -7,6 +7,13 @@ reference are normalised (`normalize_answer`), exact match compares the normalis
 strings, and F1 is the harmonic mean of token precision and recall over the normalised
 tokens (counted with multiplicity). With several references the best score counts.
 
+One departure from SQuAD, so that success cannot be had for nothing: an answer that
+normalises to nothing (``""``, ``"."``, ``"the"``) is never correct. The SQuAD script
+would grade it correct against any reference that also normalises to nothing (``"A"``,
+as in "vitamin A", loses its only token as an article). Such a text is compared by its
+tokens with the articles kept (`answer_tokens`), so ``"a"`` still matches ``"A"`` while
+``"the"``, ``"."`` and ``""`` do not; an empty reference matches nothing.
+
 >>> normalize_answer("The  Eiffel-Tower!")
 'eiffeltower'
 >>> exact_match("the Eiffel Tower", ["Eiffel Tower", "Paris"])
@@ -52,8 +59,13 @@ def normalize_answer(text: str) -> str:
 
 
 def answer_tokens(text: str) -> list[str]:
-    """The normalised tokens F1 counts."""
-    return normalize_answer(text).split()
+    """The tokens exact match and F1 compare: those of `normalize_answer`, or, when that
+    leaves nothing, the lower-cased tokens without punctuation but with the articles kept
+    (``"A"`` gives ``["a"]``, ``"."`` gives ``[]``)."""
+    tokens = normalize_answer(text).split()
+    if tokens:
+        return tokens
+    return "".join(ch for ch in text.lower() if ch not in _PUNCTUATION).split()
 
 
 def as_references(references: Any) -> list[str]:
@@ -91,16 +103,16 @@ def exact_match(prediction: str, references: str | Sequence[str]) -> bool:
         references: one reference or a list of acceptable ones (see `as_references`).
 
     Returns:
-        True on a match; False for no references.
+        True on a match; False for no references and for an answer or reference without
+        tokens (see the module docstring).
     """
-    pred = normalize_answer(prediction)
-    return any(pred == normalize_answer(ref) for ref in as_references(references))
+    pred = answer_tokens(prediction)
+    return bool(pred) and any(pred == answer_tokens(ref) for ref in as_references(references))
 
 
 def _f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
     if not pred_tokens or not ref_tokens:
-        # SQuAD: two empty answers agree; one empty answer scores 0.
-        return float(pred_tokens == ref_tokens)
+        return 0.0  # SQuAD scores two empty answers 1.0: an empty answer would then pay
     common = Counter(pred_tokens) & Counter(ref_tokens)
     same = sum(common.values())
     if same == 0:
@@ -118,8 +130,8 @@ def f1_score(prediction: str, references: str | Sequence[str]) -> float:
         references: one reference or a list of acceptable ones (see `as_references`).
 
     Returns:
-        The maximum F1 over the references; 0.0 for no references. An empty prediction
-        (after normalisation) scores 1.0 only against an empty reference.
+        The maximum F1 over the references; 0.0 for no references, and for a prediction
+        or reference without tokens (`answer_tokens`).
     """
     pred = answer_tokens(prediction)
     return max((_f1(pred, answer_tokens(ref)) for ref in as_references(references)), default=0.0)

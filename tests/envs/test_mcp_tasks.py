@@ -191,6 +191,30 @@ def test_query_is_read_only_and_bounded(env):
     assert obs == "n\n36\n(1 row)"
 
 
+def test_query_cannot_build_huge_values(tmp_path):
+    """Regression: one SQLite step can build a huge string or blob, which the step budget
+    never sees (randomblob(9e8) took 5 s and 880 MB of the server's memory)."""
+    import sqlite3
+
+    from gem_core.envs.mcp_tasks.server import MAX_VALUE_BYTES, Shop, ShopError
+
+    db = tmp_path / "shop.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(SEED_SQL.read_text(encoding="utf-8"))
+    conn.close()
+    shop = Shop(str(db))
+    for sql in [
+        f"SELECT length(randomblob({MAX_VALUE_BYTES + 1}))",
+        f"SELECT length(hex(randomblob({MAX_VALUE_BYTES // 2 + 1})))",
+        f"SELECT length(group_concat(randomblob({MAX_VALUE_BYTES // 4}))) FROM products a, products b",
+    ]:
+        start = time.monotonic()
+        with pytest.raises(ShopError, match=f"a value over {MAX_VALUE_BYTES} bytes"):
+            shop.query(sql)
+        assert time.monotonic() - start < 1.0, sql
+    assert shop.query(f"SELECT length(randomblob({MAX_VALUE_BYTES}))").startswith("length(")
+
+
 def test_server_rules_reach_the_agent_as_error_observations(env):
     env.reset(seed=0, options={"task": "PlaceOrder"})
     cases = [

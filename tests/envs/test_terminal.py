@@ -37,6 +37,16 @@ def make_env(task: str | None = "count-lines", **kwargs) -> TerminalEnv:
 
 # ----------------------------------------------------------------------------- tasks
 
+# Look-alikes an agent could leave in the workspace instead of solving the task: Python
+# modules that a test's `python3 -` would import from its working directory before the
+# standard library, each printing PASS and exiting 0.
+_DECOY_MODULES = ("json", "csv", "re", "io", "collections", "pathlib", "subprocess", "decimal",
+                  "statistics", "tarfile", "sitecustomize", "usercustomize")
+PLANT_DECOYS = (
+    "for m in " + " ".join(_DECOY_MODULES) + "; do "
+    "printf 'import sys\\nprint(\"PASS\")\\nsys.exit(0)\\n' > \"$m.py\"; done"
+)
+
 
 def _solve_and_noop(name: str) -> dict:
     """Reference solution then <finish>; a fresh episode (from the cached setup) likewise;
@@ -56,6 +66,10 @@ def _solve_and_noop(name: str) -> dict:
         env.reset(seed=2)
         _, reward, terminated, _, final = env.step("<finish>")
         out["noop"] = (reward, terminated, final["success"], final["test_output"])
+        env.reset(seed=3)
+        _, _, _, _, info = env.step(f"<bash>{PLANT_DECOYS}</bash>")
+        _, reward, terminated, _, final = env.step("<finish>")
+        out["decoys"] = (info["exit_code"], reward, final["success"], final["test_output"])
         return out
     finally:
         env.close()
@@ -90,6 +104,18 @@ def test_reference_solution_passes_and_noop_fails(task_runs, name):
     reward, terminated, success, test_output = run["noop"]
     assert (reward, terminated, success) == (0.0, True, False)
     assert "FAIL" in test_output or "Error" in test_output, test_output
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_planted_look_alike_modules_do_not_pass_the_tests(task_runs, name):
+    """Regression: json-edit's test ran `python3 -` in the workspace, so a planted json.py
+    that printed PASS and exited 0 made it pass without touching config.json."""
+    run = task_runs[name]
+    if "skip" in run:
+        pytest.skip(run["skip"])
+    exit_code, reward, success, test_output = run["decoys"]
+    assert exit_code == 0
+    assert (reward, success) == (0.0, False), test_output
 
 
 # ----------------------------------------------------------------------------- check_env

@@ -156,6 +156,30 @@ def test_over_long_answers_are_wrong_and_flagged(grader) -> None:
     assert not result.correct and "over the 5000 limit" in result.error
 
 
+@pytest.mark.parametrize(
+    "hedge",
+    [
+        "3, 4",
+        r"\{3, 4\}",
+        r"3 \text{ or } 4",
+        "3 or 4",
+        r"3 \quad \text{or} \quad 4",
+        r"\pm 3",  # against 3 and -3 below
+        "x=3, x=4",
+        "3;4",
+        r"\begin{cases}3\\4\end{cases}",
+        r"3 \lor 4",
+        r"3 \\ 4",
+        r"[3, 4]",
+    ],
+)
+def test_hedged_answers_are_not_correct_for_several_values(grader, hedge) -> None:
+    """Listing candidates must not pay: math-verify parses a list to a set (or the last
+    value), which never equals a single reference, so no hedge is right for two values."""
+    other = "-3" if "pm" in hedge else "4"
+    assert not (grader.grade(hedge, "3") and grader.grade(hedge, other)), hedge
+
+
 def test_concurrent_grades_from_many_threads(grader) -> None:
     cases = [(a, r, e) for a, r, e in TABLE if not gm._fast_grade(a, r)] * 2
     results: list[bool | None] = [None] * len(cases)
@@ -192,6 +216,22 @@ def test_a_hung_grade_times_out_and_never_poisons_later_grades() -> None:
         assert g.restarts == 1
         assert old_pid not in g.worker_pids()
         assert _wait_dead([old_pid]) == []
+
+
+def test_an_answer_that_allocates_without_bound_hits_the_memory_cap() -> None:
+    """Regression: workers had no memory limit, so ``2^{2^{40}}`` (a 128 GiB integer) grew
+    until the timeout killed it (about 1 GiB in 12 s here, far more with gmpy2), and a
+    worker orphaned mid-power (its parent-death watchdog cannot run while the power holds
+    the GIL) grew on. Under the cap it fails fast (a MemoryError, which math-verify turns
+    into "no parse"), graded wrong, and the worker serves on."""
+    with MathGrader(num_workers=1, timeout=20.0, memory_mb=320) as g:
+        assert g.grade(r"\frac{1}{2}", "0.5")
+        (pid,) = g.worker_pids()
+        start = time.perf_counter()
+        result = g.grade_result("2^{2^{40}}", "3")
+        assert not result.correct and not result.timed_out and not result.crashed
+        assert time.perf_counter() - start < 15.0
+        assert g.grade(r"\sqrt{8}", r"2\sqrt2") and g.worker_pids() == [pid]  # still serving
 
 
 def test_a_worker_crash_is_graded_wrong_flagged_and_recovered() -> None:
@@ -280,6 +320,7 @@ def test_workers_exit_with_their_parent() -> None:
         ({"num_workers": 0}, "num_workers=...) must be an int >= 1, got 0"),
         ({"num_workers": True}, "num_workers=...) must be an int >= 1, got True"),
         ({"timeout": 0}, "timeout=...) must be a positive number of seconds, got 0"),
+        ({"memory_mb": 0}, "memory_mb=...) must be an int >= 64 (MiB) or None, got 0"),
     ],
 )
 def test_bad_arguments(kwargs, message) -> None:

@@ -47,7 +47,17 @@ def test_normalize_answer(text, expected):
         ("43", [42, "forty-two"], False),
         ("Paris France", ["Paris"], False),  # extra words break an exact match
         ("", ["Paris"], False),
-        ("", [""], True),
+        # Regression: texts that SQuAD-normalise to nothing matched each other, so "the",
+        # "." or an empty answer was correct for the reference "A" (as in "vitamin A").
+        ("", [""], False),
+        ("the", ["A"], False),
+        (".", ["A"], False),
+        ("", ["A"], False),
+        (".", ["Paris", ""], False),
+        ("a", ["A"], True),  # articles count when they are all there is
+        ("A.", "a", True),
+        ("The The", ["the the"], True),
+        ("the", ["The The"], False),
         ("Paris", [], False),  # nothing to match
         ("Paris", None, False),
     ],
@@ -72,7 +82,10 @@ def test_exact_match(prediction, references, expected):
         ("London", "Paris", 0.0),
         ("", "Paris", 0.0),  # empty prediction
         ("the", "Paris", 0.0),  # normalises to empty
-        ("", "", 1.0),  # both empty agree (SQuAD)
+        ("", "", 0.0),  # SQuAD says 1.0: an empty answer must not pay
+        ("the", "A", 0.0),
+        ("a", "A", 1.0),
+        ("the", "The The", 2 / 3),
         ("Paris", "", 0.0),
         # Max over references: [new, york] vs "New York City" = 0.8, vs "York" = 2/3.
         ("New York", ["York", "New York City"], 0.8),

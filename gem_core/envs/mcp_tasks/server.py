@@ -12,7 +12,8 @@ Every tool call opens its own SQLite connection and closes it before answering, 
 env can replace the database file between episodes (an atomic rename of a fresh copy of
 the seed) while the server keeps running. The read-only ``query`` tool opens the file in
 read-only mode, lets an authorizer allow only reads, and stops a statement after a fixed
-number of SQLite VM steps (a bound in work, not wall time, so results are reproducible).
+number of SQLite VM steps (a bound in work, not wall time, so results are reproducible);
+a cap on the size of any string or blob it builds bounds what a single step can do.
 
 Tools (errors raise, which the SDK turns into an ``isError`` result the agent sees):
 
@@ -88,6 +89,8 @@ MAX_SQL_CHARS = 4_000
 MAX_CELL_CHARS = 200
 QUERY_STEP_BUDGET = 2_000_000
 """SQLite VM instructions one ``query`` may run (checked every 1000) before it is stopped."""
+MAX_VALUE_BYTES = 1_000_000
+"""Largest string or blob a ``query`` may build (``randomblob(1e9)`` is one VM step)."""
 
 _READ_ACTIONS = {
     sqlite3.SQLITE_SELECT,
@@ -219,6 +222,8 @@ class Shop:
 
         conn.set_authorizer(authorize)
         conn.set_progress_handler(budget, 1000)
+        if hasattr(conn, "setlimit"):  # Python >= 3.11
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         try:
             cursor = conn.execute(sql)
             if cursor.description is None:
@@ -230,6 +235,11 @@ class Shop:
                 raise ShopError(
                     "the query was stopped: it ran too long (more than "
                     f"{QUERY_STEP_BUDGET} SQLite steps); add conditions or a LIMIT"
+                ) from None
+            if "too big" in str(exc):
+                raise ShopError(
+                    f"the query was stopped: it built a value over {MAX_VALUE_BYTES} bytes; "
+                    "select less data"
                 ) from None
             if "not authorized" in str(exc):
                 raise ShopError(

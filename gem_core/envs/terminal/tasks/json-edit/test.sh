@@ -1,7 +1,8 @@
 #!/bin/bash
 # json-edit: load config.json and compare it to the expected document.
 export LC_ALL=C
-python3 - <<'PY'
+# -I (isolated): the workspace is not on sys.path, so a planted json.py cannot stand in.
+python3 -I - <<'PY'
 import json
 import sys
 
