@@ -552,6 +552,9 @@ class MathGrader:
                 error=f"the grader worker died ({type(e).__name__}); it was restarted",
                 seconds=time.perf_counter() - start,
             )
+        except BaseException:  # e.g. KeyboardInterrupt mid-exchange: the worker's state is unknown
+            self._discard(worker)
+            raise
         self._release(worker)
         return GradeResult(bool(correct), error=error, seconds=time.perf_counter() - start)
 

@@ -241,6 +241,35 @@ def test_a_worker_crash_is_graded_wrong_flagged_and_recovered() -> None:
         assert g.grade(r"\frac{1}{2}", "0.5")
 
 
+def test_an_interrupt_mid_grade_does_not_lose_the_worker(monkeypatch) -> None:
+    # Regression: a KeyboardInterrupt between sending an answer and reading its grade left
+    # the worker neither released nor discarded, and the pool shrank for good.
+    with MathGrader(num_workers=1, timeout=30.0) as g:
+        assert g.grade(r"\frac{1}{2}", "0.5")
+        acquire = g._acquire
+
+        class Interrupting:
+            def __init__(self, rx):
+                self.rx = rx
+
+            def poll(self, *args):
+                raise KeyboardInterrupt
+
+            def __getattr__(self, name):
+                return getattr(self.rx, name)
+
+        def acquire_and_interrupt():
+            worker = acquire()
+            worker.rx = Interrupting(worker.rx)
+            return worker
+
+        monkeypatch.setattr(g, "_acquire", acquire_and_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            g.grade(r"\frac{1}{3}", "1/3")
+        monkeypatch.setattr(g, "_acquire", acquire)
+        assert g.grade(r"\sqrt{4}", "2", timeout=30.0)
+
+
 def test_close_stops_workers_and_is_idempotent() -> None:
     g = MathGrader(num_workers=1)
     assert g.grade(r"\frac{1}{2}", "0.5")
