@@ -7,6 +7,7 @@ isolation levels and limits.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import select
@@ -34,7 +35,14 @@ from gem_core.sandbox.pool import (
     detect_isolation,
 )
 
-__all__ = ["Shell", "ShellResult", "MAX_COMMAND_BYTES", "WORKSPACE", "TASK_DIR"]
+__all__ = [
+    "Shell",
+    "ShellResult",
+    "MAX_COMMAND_BYTES",
+    "MAX_WORKSPACE_FILES",
+    "WORKSPACE",
+    "TASK_DIR",
+]
 
 WORKSPACE = "/workspace"
 """Where the workspace appears inside the bubblewrap sandbox (the cwd of every command)."""
@@ -45,6 +53,12 @@ TASK_DIR = "/task"
 MAX_COMMAND_BYTES = 64 * 1024
 """Longest command `Shell.run` accepts (Linux caps one argv string at 128 KiB)."""
 
+MAX_WORKSPACE_FILES = 10_000
+"""Default of ``Shell(max_workspace_files=...)``: more entries than this (files,
+directories and links, the workspace itself not counted) put the workspace over its limit;
+it also bounds the cost of one measurement (tens of milliseconds at this size)."""
+
+_DISK_POLL_S = 0.25  # how often a running (writable) command's workspace is measured, at most
 _DRAIN_S = 0.2  # without a pid namespace: how long leftovers holding the pipe may delay a result
 _UID_BASE = 2_000_000_000  # dropped uids: 2e9 + (pid % 100000) * 1000 + n (far from real users)
 _UID_COUNTER = itertools.count()
@@ -76,6 +90,16 @@ class ShellResult:
         truncated: the output was longer than ``max_output_bytes``.
         total_bytes: how many output bytes the command wrote in all.
         duration_s: wall-clock seconds, sandbox start-up included.
+        workspace_bytes: the workspace's disk use after the command (bytes in allocated
+            blocks, ``du``-style), or ``None`` when it was not measured (a ``read_only``
+            run, or both workspace limits off). Over the limit the count stops early, so
+            it is then only a lower bound.
+        workspace_files: the entries counted in the workspace (a lower bound when over
+            the limit), or ``None`` when not measured.
+        workspace_over_limit: the workspace went over ``max_workspace_mb`` or
+            ``max_workspace_files`` (or could not be read to measure it). A command
+            caught going over while it ran was killed (``exit_code`` ``-9``). The
+            workspace is left as it is: the caller decides (`remove_workspace`).
     """
 
     output: str
@@ -84,6 +108,9 @@ class ShellResult:
     truncated: bool = False
     total_bytes: int = 0
     duration_s: float = 0.0
+    workspace_bytes: int | None = None
+    workspace_files: int | None = None
+    workspace_over_limit: bool = False
 
     @property
     def ok(self) -> bool:
@@ -145,6 +172,76 @@ def _remove_tree(path: str) -> None:
             pass
 
 
+def _disk_usage(path: str, max_bytes: int | None, max_entries: int | None) -> tuple[int, int, bool]:
+    """Disk use of the tree at ``path``: ``(bytes, entries, over_limit)``.
+
+    One linear `os.scandir` walk that never follows symlinks (a link counts as itself) and
+    stops as soon as ``max_bytes`` or ``max_entries`` is passed. Bytes are allocated blocks
+    (``st_blocks * 512``, what fills a disk: a sparse file counts what it really uses); a
+    file with several hard links counts once. A directory the walk cannot read (a
+    command's ``chmod 000``) is opened for the walk (``u+rx``) and its mode put back; if
+    that fails too, the tree cannot be measured and counts as over the limit.
+    """
+    total = 0
+    entries = 0
+    seen: set[tuple[int, int]] = set()
+    stack = [path]
+    while stack:
+        directory = stack.pop()
+        restore: int | None = None
+        try:
+            try:
+                it = os.scandir(directory)
+            except PermissionError:
+                restore = stat.S_IMODE(os.lstat(directory).st_mode)
+                os.chmod(directory, restore | stat.S_IRUSR | stat.S_IXUSR)
+                it = os.scandir(directory)
+        except PermissionError:
+            return total, entries, True
+        except OSError:  # removed or replaced while a command runs
+            continue
+        try:
+            with it:
+                for entry in it:
+                    entries += 1
+                    if max_entries is not None and entries > max_entries:
+                        return total, entries, True
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+                    elif st.st_nlink > 1:
+                        key = (st.st_dev, st.st_ino)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    total += st.st_blocks * 512
+                    if max_bytes is not None and total > max_bytes:
+                        return total, entries, True
+        except OSError:  # the directory went away under the walk
+            pass
+        finally:
+            if restore is not None:
+                try:
+                    os.chmod(directory, restore)
+                except OSError:
+                    pass
+    return total, entries, False
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap_has_size() -> bool:
+    """Whether this bubblewrap takes ``--size`` (a cap on a ``--tmpfs``; bubblewrap 0.8+)."""
+    try:
+        proc = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True,
+                              text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in proc.stdout + proc.stderr
+
+
 def _chown_tree(path: str, uid: int) -> None:
     """Give ``path`` and everything under it (links themselves, not their targets) to ``uid``."""
     os.lchown(path, uid, uid)
@@ -189,10 +286,11 @@ class Shell:
 
     * ``"bwrap"``: bubblewrap with no network, new pid/ipc/uts namespaces, ``--clearenv``;
       read-only ``/usr`` (and the ``/bin``, ``/lib`` links), a minimal ``/etc``, a private
-      ``/tmp`` tmpfs, and the workspace bound at ``/workspace`` (writable, or read-only
-      with ``read_only=True``). When the host runs as root, each command drops to a uid
-      of this shell (via ``setpriv``, no capabilities, ``no_new_privs``), so
-      ``max_processes`` binds and the workspace is owned by that uid.
+      ``/tmp`` tmpfs (in memory; capped at ``max_workspace_mb`` where bubblewrap is 0.8
+      or newer, uncapped otherwise), and the workspace bound at ``/workspace``
+      (writable, or read-only with ``read_only=True``). When the host runs as root, each
+      command drops to a uid of this shell (via ``setpriv``, no capabilities,
+      ``no_new_privs``), so ``max_processes`` binds and the workspace is owned by that uid.
     * ``"netns"`` / ``"rlimits"``: no bubblewrap (a single `ReducedIsolationWarning`):
       commands run on the host's file system with the workspace's real path as cwd and
       ``$TMPDIR`` in a private directory; ``"netns"`` adds private network and pid
@@ -201,6 +299,17 @@ class Shell:
     Every command gets rlimits (file size, address space, processes, open files, CPU
     time) set by a bash prologue it cannot raise, a wall-clock timeout after which its
     whole process tree is killed, and a head+tail cap on its output.
+
+    The workspace as a whole is capped too (there is no quota without root): after each
+    writable command, and every 0.25 s while one runs (less often when the workspace is
+    big enough to make the walk slow: it takes at most ~10% of a CPU), a walk of the
+    workspace (`_disk_usage`: never follows symlinks, stops early) sums its disk use and
+    counts its entries. Past ``max_workspace_mb`` or ``max_workspace_files`` a running
+    command is killed and the result says ``workspace_over_limit``; the caller should
+    then remove the workspace. Between two checks a command can still write at disk
+    speed, so the cap can overshoot by a quarter second of writing (a few hundred MB on
+    a fast disk) before the workspace is removed. Measuring a workspace of a few dozen
+    files costs tens of microseconds; 10,000 entries, tens of milliseconds.
 
     Args:
         isolation: ``"auto"`` (the strongest available) or a level to require
@@ -212,6 +321,11 @@ class Shell:
         file_size_mb: largest file a command may write (RLIMIT_FSIZE).
         max_open_files: RLIMIT_NOFILE.
         max_output_bytes: output bytes kept per command (half head, half tail).
+        max_workspace_mb: disk use (MiB, allocated blocks) the workspace may reach;
+            ``None`` turns the byte cap off.
+        max_workspace_files: entries (files, directories, links) the workspace may hold
+            (default `MAX_WORKSPACE_FILES`, 10,000); ``None`` turns the count cap off.
+            With both off the workspace is not measured.
 
     Not thread-safe: one command at a time (one `Shell` per episode runner). `close`
     removes the workspace; it is idempotent and also runs when the object is collected.
@@ -227,6 +341,8 @@ class Shell:
         file_size_mb: int = 16,
         max_open_files: int = 256,
         max_output_bytes: int = 16 * 1024,
+        max_workspace_mb: float | None = 256,
+        max_workspace_files: int | None = MAX_WORKSPACE_FILES,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb),
                             ("max_processes", max_processes), ("file_size_mb", file_size_mb),
@@ -234,6 +350,12 @@ class Shell:
                             ("max_output_bytes", max_output_bytes)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise InvalidArgument(f"Shell({name}=...) must be a positive number, got {value!r}")
+        for name, value in (("max_workspace_mb", max_workspace_mb),
+                            ("max_workspace_files", max_workspace_files)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not value > 0):
+                raise InvalidArgument(
+                    f"Shell({name}=...) must be a positive number or None (no cap), got {value!r}")
         if shutil.which("bash") is None:
             raise SandboxUnavailable("gem_core.sandbox.Shell needs bash on PATH; install bash")
         if isolation == "auto":
@@ -253,6 +375,10 @@ class Shell:
         self.isolation: Isolation = level
         self.timeout_s = float(timeout_s)
         self.max_output_bytes = int(max_output_bytes)
+        self.max_workspace_bytes: int | None = (
+            None if max_workspace_mb is None else int(max_workspace_mb * 1024 * 1024))
+        self.max_workspace_files: int | None = (
+            None if max_workspace_files is None else int(max_workspace_files))
         self._limits = {
             "GEM_FSIZE_KB": str(int(file_size_mb) * 1024),
             "GEM_MEM_KB": str(int(memory_mb) * 1024),
@@ -367,6 +493,18 @@ class Shell:
             _remove_tree(self._workspace)
             self._workspace = None
 
+    def workspace_usage(self) -> tuple[int, int, bool]:
+        """Measure the workspace now: ``(bytes, entries, over_limit)`` (see `ShellResult`).
+
+        Raises:
+            InvalidArgument: there is no workspace.
+        """
+        self._check_open()
+        if self._workspace is None:
+            raise InvalidArgument(
+                "Shell.workspace_usage needs a workspace: call reset_workspace() first")
+        return _disk_usage(self._workspace, self.max_workspace_bytes, self.max_workspace_files)
+
     def close(self) -> None:
         """Remove the workspace and every file of this shell. Safe to call more than once."""
         if self._closed:
@@ -421,7 +559,8 @@ class Shell:
 
         Returns:
             The `ShellResult`; the command's failures (exit codes, timeouts, limits) are
-            reported in it.
+            reported in it. A writable run also reports the workspace's size
+            (``workspace_bytes``, ``workspace_over_limit``).
 
         Raises:
             SandboxClosed: the shell was closed.
@@ -454,7 +593,9 @@ class Shell:
                 if self._uid is not None:  # the command must read what the agent's uid could
                     _chown_tree(workspace, self._uid)
             argv, env, cwd = self._command(data, workspace, read_only, task_dir, timeout)
-            return self._execute(argv, env, cwd, timeout)
+            measure = not read_only and (self.max_workspace_bytes is not None
+                                         or self.max_workspace_files is not None)
+            return self._execute(argv, env, cwd, timeout, self._workspace if measure else None)
         finally:
             for path in extra:
                 _remove_tree(path)
@@ -526,7 +667,10 @@ class Shell:
             cmd += ["--perms", "0755", "--dir", "/etc"]
             for path in _ETC_FILES:
                 cmd += ["--ro-bind-try", path, path]
-            cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
+            cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
+            if self.max_workspace_bytes is not None and _bwrap_has_size():
+                cmd += ["--size", str(self.max_workspace_bytes)]
+            cmd += ["--tmpfs", "/tmp",
                     "--ro-bind" if read_only else "--bind", workspace, WORKSPACE]
             if task_dir is not None:
                 cmd += ["--ro-bind", task_dir, TASK_DIR]
@@ -564,9 +708,14 @@ class Shell:
         except (OSError, subprocess.SubprocessError):
             pass
 
-    def _execute(self, argv: list[str | bytes], env: dict[str, str], cwd: str, timeout: float) -> ShellResult:
+    def _execute(
+        self, argv: list[str | bytes], env: dict[str, str], cwd: str, timeout: float,
+        watch: str | None,
+    ) -> ShellResult:
         start = time.monotonic()
         deadline = start + timeout
+        next_check = start + _DISK_POLL_S
+        over = killed = False  # killed: caught over the workspace limit while running
         capture = _HeadTail(self.max_output_bytes)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, env=env, cwd=cwd,
@@ -583,6 +732,14 @@ class Shell:
                     break
                 if drain_until is not None and now >= drain_until:
                     break
+                if watch is not None and now >= next_check:
+                    if _disk_usage(watch, self.max_workspace_bytes, self.max_workspace_files)[2]:
+                        over = True
+                        killed = proc.poll() is None
+                        break
+                    # A slow walk (a big workspace) is repeated less often: at most ~10% of a CPU.
+                    cost = time.monotonic() - now
+                    next_check = now + cost + max(_DISK_POLL_S, 10 * cost)
                 until = deadline if drain_until is None else min(deadline, drain_until)
                 wait = max(0.0, min(until - now, 0.05))
                 ready, _, _ = select.select([fd], [], [], wait)
@@ -613,12 +770,20 @@ class Shell:
             if self.isolation != "bwrap" and self._uid is not None:
                 self._kill_uid()
         code = proc.returncode
+        used = files = None
+        if watch is not None:  # the final count, after every process of the command is gone
+            used, files, over_now = _disk_usage(watch, self.max_workspace_bytes,
+                                                self.max_workspace_files)
+            over = over or over_now
         return ShellResult(
             output=capture.text(),
-            exit_code=-signal.SIGKILL if timed_out else int(code),
+            exit_code=-signal.SIGKILL if timed_out or killed else int(code),
             timed_out=timed_out,
             truncated=capture.truncated,
             total_bytes=capture.total,
             duration_s=time.monotonic() - start,
+            workspace_bytes=used,
+            workspace_files=files,
+            workspace_over_limit=over,
         )
 

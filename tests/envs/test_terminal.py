@@ -377,3 +377,36 @@ def test_grading_works_with_reduced_isolation():
         assert env.step("<finish>")[1] == 0.0
     finally:
         env.close()
+
+
+def test_filling_the_workspace_ends_the_episode_and_deletes_it():
+    env = make_env(max_workspace_mb=8, max_workspace_files=40, timeout_s=10)
+    try:
+        env.reset(seed=0)
+        obs, reward, terminated, _, info = env.step("<bash>ls</bash>")
+        assert info["workspace_over_limit"] is False and 0 < info["workspace_bytes"] < 8 * 1024 * 1024
+        workspace = env.shell.workspace
+        start = time.monotonic()
+        obs, reward, terminated, truncated, info = env.step(
+            "<bash>i=0; while :; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); done</bash>")
+        assert time.monotonic() - start < 4
+        assert (reward, terminated, truncated) == (pytest.approx(-0.1), True, False)
+        assert info["workspace_over_limit"] is True and info["success"] is False
+        assert info["tests_passed"] is False and info["test_output"] == ""
+        assert obs.endswith(
+            "[the command was killed: the workspace went over its limit]\n\nThe workspace grew to more "
+            "than 8 MiB of disk, over its limit: it has been deleted and the episode is over (the "
+            "task's tests did not run).")
+        assert not os.path.exists(workspace)
+        with pytest.raises(ResetNeeded):
+            env.step("<bash>ls</bash>")
+        env.reset(seed=0)  # the next episode is unaffected
+        obs, _, terminated, _, info = env.step("<bash>ls</bash>")
+        assert (obs, terminated, info["workspace_over_limit"]) == ("data\n[exit code: 0]", False, False)
+        obs, reward, terminated, _, info = env.step("<bash>touch f{1..40}; echo made</bash>")
+        assert obs.startswith("made\n[exit code: 0]\n\nThe workspace grew to more than 40 files and directories")
+        assert (reward, terminated, info["success"]) == (pytest.approx(-0.1), True, False)
+    finally:
+        env.close()
+    with pytest.raises(InvalidArgument, match=r"TerminalEnv\(max_workspace_mb=...\) must be positive or None \(no cap\), got -1"):
+        TerminalEnv("count-lines", max_workspace_mb=-1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 import warnings
 
@@ -237,3 +238,106 @@ def test_reduced_isolation_fallback_warns_and_still_bounds(monkeypatch):
         assert sh.run("echo ok").output == "ok\n"
     finally:
         sh.close()
+
+
+# ------------------------------------------------------------------ the workspace cap
+
+MiB = 1024 * 1024
+_WRITE_FOREVER = "i=0; while :; do head -c 1048576 /dev/zero > f$i || exit 9; i=$((i+1)); done"
+
+
+def _capped(**kwargs) -> Shell:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReducedIsolationWarning)
+        shell = Shell(timeout_s=10, max_workspace_mb=8, **kwargs)
+    shell.reset_workspace()
+    return shell
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_a_writer_past_the_workspace_cap_is_killed_and_reported(isolation):
+    with _capped(isolation=isolation) as sh:
+        small = sh.run("echo hi > a && mkdir d")
+        assert small.ok and not small.workspace_over_limit
+        assert small.workspace_files == 2 and 0 < small.workspace_bytes < 64 * 1024
+        start = time.monotonic()
+        result = sh.run(_WRITE_FOREVER)
+        assert time.monotonic() - start < 4, "the writer was not stopped by the workspace cap"
+        assert result.workspace_over_limit and not result.timed_out
+        assert result.exit_code == -9  # killed while running, not by the 10 s timeout
+        assert result.workspace_bytes > 8 * MiB
+        assert sh.workspace_usage()[2] is True  # left as it is: the caller removes it
+        sh.remove_workspace()
+        assert sh.reset_workspace() and sh.run("true").workspace_over_limit is False
+
+
+def test_a_quick_command_over_the_cap_is_caught_afterwards(monkeypatch):
+    monkeypatch.setattr(shell_module, "_DISK_POLL_S", 60.0)  # only the check after the command
+    with _capped() as sh:
+        result = sh.run("head -c 9437184 /dev/zero > big && echo wrote")
+        assert result.output == "wrote\n" and result.exit_code == 0
+        assert result.workspace_over_limit and result.workspace_bytes > 8 * MiB
+
+
+def test_the_file_count_cap():
+    with _capped(max_workspace_files=50) as sh:
+        assert not sh.run("touch f{1..50}").workspace_over_limit
+        result = sh.run("touch g{1..10}")
+        assert result.workspace_over_limit and result.workspace_files == 51  # stopped early
+
+
+def test_the_walk_never_follows_symlinks_and_counts_hard_links_once(tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(b"\x01" * (20 * MiB))  # outside the workspace, real blocks
+    with _capped() as sh:
+        ws = sh.workspace
+        os.symlink(str(big), os.path.join(ws, "to-big"))
+        os.symlink("/", os.path.join(ws, "to-root"))
+        os.symlink(".", os.path.join(ws, "self"))
+        os.symlink("loop-b", os.path.join(ws, "loop-a"))
+        os.symlink("loop-a", os.path.join(ws, "loop-b"))
+        start = time.monotonic()
+        used, entries, over = sh.workspace_usage()
+        assert time.monotonic() - start < 0.5
+        assert (entries, over) == (5, False) and used < 64 * 1024
+        result = sh.run("head -c 5242880 /dev/zero > five && ln five a && ln five b && ls")
+        assert result.ok and not result.workspace_over_limit
+        assert 5 * MiB <= result.workspace_bytes < 6 * MiB
+
+
+def test_an_unreadable_directory_is_still_measured(monkeypatch):
+    real_scandir = os.scandir
+
+    def scandir_without_root(path):  # as a non-root host sees a chmod 000 directory
+        if isinstance(path, str) and not os.lstat(path).st_mode & stat.S_IRUSR:
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir_without_root)
+    with _capped() as sh:
+        assert sh.run("mkdir hide && head -c 9437184 /dev/zero > hide/big && chmod 000 hide").ok is True
+        used, _, over = sh.workspace_usage()
+        assert over and used > 8 * MiB
+        assert stat.S_IMODE(os.lstat(os.path.join(sh.workspace, "hide")).st_mode) == 0  # put back
+
+
+def test_workspace_cap_arguments():
+    with pytest.raises(InvalidArgument, match=r"Shell\(max_workspace_mb=...\) must be a positive number or None \(no cap\), got 0"):
+        Shell(max_workspace_mb=0)
+    with Shell(max_workspace_mb=None, max_workspace_files=None) as sh:
+        sh.reset_workspace()
+        result = sh.run("head -c 1000 /dev/zero > x")
+        assert (result.workspace_bytes, result.workspace_files, result.workspace_over_limit) == (None, None, False)
+    with _capped() as sh:
+        assert sh.run("true", read_only=True).workspace_bytes is None  # a read-only run cannot grow it
+
+
+@requires_bwrap
+def test_the_private_tmp_is_capped_too():
+    if not shell_module._bwrap_has_size():
+        pytest.skip("this bubblewrap has no --size (0.8+): the private /tmp is uncapped")
+    with _capped() as sh:
+        result = sh.run("head -c 9437184 /dev/zero > /tmp/x; echo rc=$?")
+        assert "No space left on device" in result.output and result.output.endswith("rc=1\n")
+        assert not result.workspace_over_limit  # /tmp is memory, not the workspace
+        assert sh.run("head -c 4194304 /dev/zero > /tmp/y && echo fits").output == "fits\n"

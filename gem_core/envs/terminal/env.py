@@ -80,9 +80,12 @@ class TerminalEnv(Env[str, str]):
     workspace: **``cd``, environment variables and background processes do not carry
     over** between commands, only files do (chain commands with ``&&``). Under
     bubblewrap the workspace is ``/workspace`` and the rest of the file system is
-    read-only, ``/tmp`` is private, there is no network, and each command has a wall
-    timeout and limits on processes, file size and memory. Without bubblewrap the
-    isolation is reduced (a `ReducedIsolationWarning`).
+    read-only, ``/tmp`` is private (an in-memory tmpfs of at most ``max_workspace_mb``),
+    there is no network, and each command has a wall timeout and limits on processes,
+    file size and memory. The workspace as a whole is capped at ``max_workspace_mb`` of
+    disk (256 MiB) and ``max_workspace_files`` entries (10,000), measured after every
+    command and every 0.25 s while one runs. Without bubblewrap the isolation is
+    reduced (a `ReducedIsolationWarning`).
 
     Observation:
         At reset: the instruction, the rules of the shell and the action format.
@@ -90,7 +93,8 @@ class TerminalEnv(Env[str, str]):
         ``max_output_bytes``; longer output keeps its head and tail and says how many
         bytes were cut) and a status line ``[exit code: N]``, or a note that the command
         timed out and was killed. After a format error: what was wrong and the format.
-        At the end: whether the task's tests passed.
+        At the end: whether the task's tests passed, or that the workspace went over its
+        limit and was deleted.
     Action:
         ``<bash>command</bash>`` runs one command; ``<finish></finish>`` (or ``<finish>``,
         ``<finish/>``, ``<finish>summary</finish>``) ends the episode. The earliest
@@ -99,17 +103,26 @@ class TerminalEnv(Env[str, str]):
         On the final step, 1.0 when the task's ``test.sh`` exits with 0 (success),
         else 0.0. A format error (no action tag, an empty or unclosed ``<bash>``, a
         command over 16 KiB, a NUL, a non-text action) pays ``format_penalty``
-        (default -0.1) and the episode goes on. Commands that fail cost nothing.
+        (default -0.1) and the episode goes on. Commands that fail cost nothing. A
+        command that leaves the workspace over its limit pays ``format_penalty`` too and
+        ends the episode (below).
     Episode end:
         ``terminated`` after ``<finish>``; ``truncated`` when ``max_turns`` turns are
         used up. Either way the tests run then, in the workspace mounted read-only (a
         copy without bubblewrap), with ``test.sh`` taken from the task's directory, not
         from the workspace; the final reward and ``info["success"]`` come from them.
+        Also ``terminated`` at once, without tests, when a command takes the workspace
+        over ``max_workspace_mb`` or ``max_workspace_files`` (a command still running
+        then is killed): the workspace is deleted at that moment (it could fill the
+        host's disk), the reward is ``format_penalty``, ``info["success"]`` is False and
+        ``info["workspace_over_limit"]`` True; the observation says so.
     Info:
         ``success`` (every step; True only when the tests passed at the end), ``turn``,
         ``task``, ``format_error``, ``invalid_action``, ``parsed_action`` (the command,
-        or ``"finish"``), ``exit_code``, ``timed_out`` and ``output_truncated`` (after a
-        command), and on the final step ``tests_passed`` and ``test_output``.
+        or ``"finish"``), ``exit_code``, ``timed_out``, ``output_truncated``,
+        ``workspace_bytes`` (disk use, a lower bound when over the limit) and
+        ``workspace_over_limit`` (after a command), and on the final step
+        ``tests_passed`` and ``test_output`` (empty when the tests did not run).
 
     Arguments:
         task: a shipped task name (`task_names`), a task directory path, a list of
@@ -126,8 +139,13 @@ class TerminalEnv(Env[str, str]):
             of that task from a copy of its result (a task's setup must therefore be
             deterministic, as the shipped ones are); ``False`` runs it at every reset.
         memory_mb, max_processes, file_size_mb: per-command limits (see ``Shell``).
+        max_workspace_mb: disk (MiB of allocated blocks) the whole workspace may use;
+            ``None`` for no cap.
+        max_workspace_files: entries (files, directories, links) the workspace may
+            hold; ``None`` for no cap.
 
-    Version history: v0 — 13 shipped tasks; ``terminal:Mixed-v0`` samples one per reset.
+    Version history: v0 — 13 shipped tasks; ``terminal:Mixed-v0`` samples one per reset;
+    the workspace cap (256 MiB, 10,000 entries) was added within v0.
     """
 
     metadata = {"category": "terminal"}
@@ -146,6 +164,8 @@ class TerminalEnv(Env[str, str]):
         memory_mb: int = 1024,
         max_processes: int = 64,
         file_size_mb: int = 16,
+        max_workspace_mb: float | None = 256,
+        max_workspace_files: int | None = 10_000,
     ):
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise InvalidArgument(f"TerminalEnv(max_turns=...) must be a positive int, got {max_turns!r}")
@@ -153,6 +173,12 @@ class TerminalEnv(Env[str, str]):
                             ("max_output_bytes", max_output_bytes)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise InvalidArgument(f"TerminalEnv({name}=...) must be positive, got {value!r}")
+        for name, value in (("max_workspace_mb", max_workspace_mb),
+                            ("max_workspace_files", max_workspace_files)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not value > 0):
+                raise InvalidArgument(
+                    f"TerminalEnv({name}=...) must be positive or None (no cap), got {value!r}")
         if task is None:
             specs: list[str | os.PathLike[str]] = list(task_names())
         elif isinstance(task, (str, os.PathLike)):
@@ -186,6 +212,8 @@ class TerminalEnv(Env[str, str]):
             "memory_mb": int(memory_mb),
             "max_processes": int(max_processes),
             "file_size_mb": int(file_size_mb),
+            "max_workspace_mb": max_workspace_mb,
+            "max_workspace_files": max_workspace_files,
         }
         self._shell: Any = None  # gem_core.sandbox.shell.Shell, built at the first reset
         self.task: TerminalTask | None = None
@@ -250,8 +278,10 @@ class TerminalEnv(Env[str, str]):
             shell.reset_workspace()
             result = shell.run('bash "$GEM_TASK_DIR/setup.sh"', timeout=self.test_timeout_s,
                                files={"setup.sh": self.task.setup})
-            if not result.ok:
-                why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+            if not result.ok or result.workspace_over_limit:
+                why = ("left the workspace over its limit (raise max_workspace_mb or "
+                       "max_workspace_files)" if result.workspace_over_limit
+                       else "timed out" if result.timed_out else f"exited with {result.exit_code}")
                 raise SandboxError(
                     f"terminal task {name!r}: setup.sh {why} (isolation={shell.isolation}); its "
                     f"output: {result.output[-1000:]!r}. The task's setup script or the sandbox "
@@ -285,8 +315,15 @@ class TerminalEnv(Env[str, str]):
             result = self.shell.run(payload, timeout=self.timeout_s)
             self.last_exit_code = result.exit_code
             info.update(exit_code=result.exit_code, timed_out=result.timed_out,
-                        output_truncated=result.truncated)
+                        output_truncated=result.truncated, workspace_bytes=result.workspace_bytes,
+                        workspace_over_limit=result.workspace_over_limit)
             obs = self._render(result)
+            if result.workspace_over_limit:
+                self.shell.remove_workspace()  # at once: it may be filling the host's disk
+                self.done = True
+                info.update(tests_passed=False, test_output="")
+                return (f"{obs}\n\n{self._over_limit_note(result)}", self.format_penalty, True,
+                        False, info)
         truncated = not terminated and self.turn >= self.max_turns
         if terminated or truncated:
             self.done = True
@@ -300,6 +337,18 @@ class TerminalEnv(Env[str, str]):
                 obs = f"{obs}\n\nYou have used all {self.max_turns} turns. {verdict}"
         return obs, float(reward), terminated, truncated, info
 
+    def _over_limit_note(self, result: Any) -> str:
+        files = self._shell_options["max_workspace_files"]
+        mb = self._shell_options["max_workspace_mb"]
+        if files is not None and (result.workspace_files or 0) > files:
+            what = f"grew to more than {files} files and directories"
+        elif mb is not None and (result.workspace_bytes or 0) > mb * 1024 * 1024:
+            what = f"grew to more than {mb:g} MiB of disk"
+        else:
+            what = "could not be measured (an unreadable directory)"
+        return (f"The workspace {what}, over its limit: it has been deleted and the "
+                "episode is over (the task's tests did not run).")
+
     def _render(self, result: Any) -> str:
         output = result.output if result.output else "(no output)\n"
         if not output.endswith("\n"):
@@ -310,6 +359,8 @@ class TerminalEnv(Env[str, str]):
                          f"{self._shell_options['max_output_bytes'] // 2} shown]")
         if result.timed_out:
             notes.append(f"[the command timed out after {self.timeout_s:g} s and was killed]")
+        elif result.workspace_over_limit and result.exit_code == -9:
+            notes.append("[the command was killed: the workspace went over its limit]")
         else:
             notes.append(f"[exit code: {result.exit_code}]")
         return output + "\n".join(notes)
