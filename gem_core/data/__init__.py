@@ -17,7 +17,8 @@ resolves a source in this order:
 
 When nothing resolves, `DatasetUnavailable` names the env id, the dataset and both ways
 to point at a local copy. Rows are cached per process by (source, split): every env of
-one id shares one list (the reference GEM re-loads the dataset in each env).
+one id shares one list, loaded once even when several threads ask at the same time (the
+reference GEM re-loads the dataset in each env).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 """Where the shipped sample sets live: ``samples/<dataset dir name>/<split>.jsonl``."""
 
 _CACHE: dict[tuple[str, str], list[dict[str, Any]]] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # guards _CACHE and _LOADING
+_LOADING: dict[tuple[str, str], threading.Lock] = {}  # one per key: a dataset loads once
 
 
 class DatasetUnavailable(Error, FileNotFoundError):
@@ -64,13 +66,21 @@ def clear_cache() -> None:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open(encoding="utf-8") as f:
+    # utf-8-sig: files saved by Windows tools start with a byte-order mark; CRLF line
+    # endings are JSON whitespace.
+    with path.open(encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+                if not isinstance(row, dict):
+                    raise ValueError(
+                        f"{path}:{lineno}: expected one JSON object (a row) per line, got a "
+                        f"{type(row).__name__}"
+                    )
+                rows.append(row)
     return rows
 
 
@@ -87,6 +97,10 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
 def read_local(path: str | os.PathLike[str], split: str | None = None) -> list[dict[str, Any]]:
     """Read rows from a local file or directory (formats: see the module docstring).
 
+    A directory is read as ``<split>.jsonl`` / ``<split>.parquet`` or a `datasets`
+    directory's ``split``; without ``split``, the first of ``train``, ``test``,
+    ``validation``, ``data`` found.
+
     Raises:
         FileNotFoundError: nothing readable at ``path`` (for this split).
     """
@@ -97,8 +111,8 @@ def read_local(path: str | os.PathLike[str], split: str | None = None) -> list[d
         return _read_jsonl(p)
     if not p.is_dir():
         raise FileNotFoundError(f"no dataset at {p}")
-    names = [split] if split else []
-    names += ["train", "test", "validation", "data"]
+    # With a split, only that split's file: never another split's rows in its place.
+    names = [split] if split else ["train", "test", "validation", "data"]
     for name in names:
         for suffix, reader in ((".jsonl", _read_jsonl), (".parquet", _read_parquet)):
             if (p / f"{name}{suffix}").is_file():
@@ -119,7 +133,8 @@ def read_local(path: str | os.PathLike[str], split: str | None = None) -> list[d
     files = sorted(x.name for x in p.iterdir())[:10]
     raise FileNotFoundError(
         f"{p} holds no {split or 'train'}.jsonl, {split or 'train'}.parquet or `datasets` "
-        f"directory (found: {files})"
+        f"directory (found: {files}); name the {split or 'train'} split's file "
+        f"{split or 'train'}.jsonl, or pass the file itself as data_path"
     )
 
 
@@ -165,12 +180,21 @@ def load_rows(
     key = (source, split)
     with _LOCK:
         rows = _CACHE.get(key)
+        loading = _LOADING.setdefault(key, threading.Lock())
     if rows is None:
-        rows = loader()
-        if not rows:
-            raise ValueError(f"{env_id}: dataset {dataset!r} ({source}, split {split!r}) is empty")
-        with _LOCK:
-            rows = _CACHE.setdefault(key, rows)
+        # Threads asking for the same dataset at once (the envs of a concurrent eval) wait
+        # for one load instead of each reading it; other datasets load meanwhile.
+        with loading:
+            with _LOCK:
+                rows = _CACHE.get(key)
+            if rows is None:
+                rows = loader()
+                if not rows:
+                    raise ValueError(
+                        f"{env_id}: dataset {dataset!r} ({source}, split {split!r}) is empty"
+                    )
+                with _LOCK:
+                    rows = _CACHE.setdefault(key, rows)
     missing = [k for k in required_keys if k not in rows[0]]
     if missing:
         raise ValueError(

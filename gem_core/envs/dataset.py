@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import random
 from typing import Any
@@ -33,8 +34,9 @@ class DatasetTaskEnv(Env[Any, str]):
           seeded starts its first epoch from fresh entropy.
         - ``shuffle=False`` keeps file order: an epoch begun by a seeded reset starts at
           a row drawn from the seed and wraps around; later epochs start at row 0.
-        - ``reset(options={"index": i})`` serves row ``i`` (``0 <= i < n``) without
-          touching the epoch; a bad index raises `InvalidArgument` naming the range.
+        - ``reset(options={"index": i})`` serves row ``i`` (an integer, numpy's
+          included, ``0 <= i < n``) without touching the epoch; a bad index raises
+          `InvalidArgument` naming the range.
 
     Episode: `step` grades the action (`grade`). A correct answer, or the last of
     ``max_turns`` attempts (default 1: single-turn), ends the episode
@@ -123,12 +125,18 @@ class DatasetTaskEnv(Env[Any, str]):
 
     def _index_option(self, index: Any) -> int:
         n = len(self.rows)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        i: int | None = None
+        if not isinstance(index, bool):
+            try:
+                i = operator.index(index)  # int, numpy and torch integers
+            except TypeError:
+                i = None
+        if i is None or not 0 <= i < n:
             raise InvalidArgument(
                 f"{self.env_id}: reset(options={{'index': ...}}) expects an int in [0, {n}) "
                 f"(the dataset has {n} rows), got {index!r}"
             )
-        return index
+        return i
 
     # --- the Env API ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

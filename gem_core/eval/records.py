@@ -99,38 +99,60 @@ def _usage(episode: Any, key: str) -> int | None:
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a records file; the last record of an identity wins.
 
-    A line that is not a JSON object (a run killed while writing it) is skipped. A
-    missing file reads as no records.
+    A line that is not a JSON object with an ``env_id`` and an int ``index`` (a run
+    killed while writing it, possibly in the middle of a multi-byte character) is
+    skipped. A missing file reads as no records.
     """
     path = Path(path)
     if not path.is_file():
         return []
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:  # bytes: a line cut inside a UTF-8 character must not stop the read
         for line in f:
             try:
-                rec = json.loads(line)
+                rec = json.loads(line)  # invalid UTF-8 raises UnicodeDecodeError, a ValueError
             except ValueError:
                 continue
-            if isinstance(rec, dict) and "env_id" in rec and "index" in rec:
-                by_key[(str(rec["env_id"]), int(rec["index"]))] = rec
+            if not isinstance(rec, dict) or "env_id" not in rec:
+                continue
+            index = rec.get("index")
+            if isinstance(index, bool) or not isinstance(index, int):
+                continue
+            by_key[(str(rec["env_id"]), index)] = rec
     return list(by_key.values())
+
+
+def _record_line(record: Mapping[str, Any]) -> str:
+    """One JSON line; readable UTF-8, or ``\\uXXXX`` escapes when the record holds text
+    UTF-8 cannot encode (a lone surrogate from a server's JSON ``"\\ud83d"``)."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record, ensure_ascii=True)
+    return line + "\n"
 
 
 def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:
     """Replace the records file atomically with ``records``."""
-    _atomic_write(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    _atomic_write(Path(path), "".join(_record_line(r) for r in records))
 
 
 def append_record(f: Any, record: Mapping[str, Any]) -> None:
-    """Append one record to an open records file and flush it to the OS."""
-    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """Append one record (one line) to an open UTF-8 records file and flush it to the OS."""
+    f.write(_record_line(record))
     f.flush()
 
 
 def write_json(path: str | os.PathLike[str], payload: Any) -> None:
-    """Write ``payload`` as indented JSON, atomically."""
-    _atomic_write(Path(path), json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Write ``payload`` as indented JSON, atomically (``\\uXXXX`` escapes where UTF-8 cannot
+    encode a string, e.g. a command line argument that was not valid UTF-8)."""
+    text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(payload, indent=2, ensure_ascii=True, default=str)
+    _atomic_write(Path(path), text + "\n")
 
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

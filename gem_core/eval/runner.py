@@ -477,8 +477,9 @@ def evaluate(
     Raises:
         NameNotFound / VersionNotFound: an unknown env id ("did you mean").
         EndpointUnreachable: nothing answers at ``base_url``.
-        InvalidArgument: a bad setting, a resume that does not match the run, or an
-            ``out_dir`` that already holds a run without ``resume``.
+        InvalidArgument: a bad setting, a resume that does not match the run (or asks
+            for fewer episodes), an ``out_dir`` that already holds a run without
+            ``resume``, or an ``out_dir`` that cannot be created or written.
     """
     from gem_core.registration import spec
 
@@ -548,6 +549,14 @@ def evaluate(
         if resume and has_run:
             old = rec.read_manifest(out)
             _check_resume(old.get("config", {}), config, out)
+            ran_before = old.get("config", {}).get("episodes", 0)
+            if isinstance(ran_before, int) and episodes < ran_before:
+                raise InvalidArgument(
+                    f"cannot resume {out} with episodes={episodes}: the run asks for "
+                    f"{ran_before} episodes per env and a resume may only add episodes. Pass "
+                    f"--episodes {ran_before} or more (or leave it out), or write to a new --out "
+                    "directory"
+                )
             created = old.get("created_at", created)
             done = rec.read_records(out / rec.RECORDS_FILE)
             if retry_errors:
@@ -557,6 +566,10 @@ def evaluate(
                 f"{out} already holds a gem eval run; pass --resume (resume=True) to continue "
                 "it, or choose another --out directory"
             )
+        try:  # fail now, before the endpoint is contacted, not after the first episodes
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _unwritable(out, exc) from None
 
     wanted = [(e, i, seed + i) for e in ids for i in range(episodes)]
     finished = {(r["env_id"], int(r["index"])) for r in done}
@@ -602,14 +615,20 @@ def evaluate(
         "token_counts": "tokenizer" if api == "completions" else "server usage (null when absent)",
         "stack": {"tools": list(tools), "wrappers": list(wrappers),
                   "order": "make(env_id, **env_kwargs) -> ToolEnvWrapper(tools) -> wrappers in order"},
+        # Where dataset-backed envs took their rows (gem_core.data.load_rows): the same ids
+        # read other data under another GEM_DATA / GEM_DATA_DIR (env_kwargs' data_path is in config).
+        "data_env": {v: os.environ.get(v) for v in ("GEM_DATA", "GEM_DATA_DIR", "HF_HUB_OFFLINE",
+                                                     "HF_DATASETS_OFFLINE")},
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": {p: _version(p) for p in ("transformers", "tokenizers", "torch")},
     }
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        rec.write_records(out / rec.RECORDS_FILE, done)  # drops partial lines and retried errors
-        rec.write_json(out / rec.MANIFEST_FILE, manifest)
+        try:
+            rec.write_records(out / rec.RECORDS_FILE, done)  # drops partial lines and retried errors
+            rec.write_json(out / rec.MANIFEST_FILE, manifest)
+        except OSError as exc:
+            raise _unwritable(out, exc) from None
 
     ran = 0
     interrupted = False
@@ -688,6 +707,13 @@ def evaluate(
     if print_summary:
         print(result.table())
     return result
+
+
+def _unwritable(out: Path, exc: OSError) -> InvalidArgument:
+    return InvalidArgument(
+        f"cannot write the run directory {out} ({type(exc).__name__}: {exc}); pass an --out "
+        "directory you can create and write to"
+    )
 
 
 def _gem_version() -> str:

@@ -34,7 +34,8 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
         z: the normal quantile (default: 95% two-sided).
 
     Returns:
-        ``(low, high)``, both in ``[0, 1]``.
+        ``(low, high)``, both in ``[0, 1]``; ``low`` is exactly 0 when ``successes == 0``
+        and ``high`` exactly 1 when ``successes == n``.
 
     Raises:
         ValueError: ``successes`` outside ``[0, n]`` or a negative ``n``.
@@ -47,7 +48,11 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     denom = 1.0 + z * z / n
     center = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, center - half), min(1.0, center + half)
+    # The bounds are exactly 0 with no successes and exactly 1 with all (the formula's
+    # rounding gives 5.6e-17 or 0.9999999999999999 there).
+    low = 0.0 if successes == 0 else max(0.0, center - half)
+    high = 1.0 if successes == n else min(1.0, center + half)
+    return low, high
 
 
 def _mean(values: Sequence[float]) -> float | None:

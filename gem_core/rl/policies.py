@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import http.client
 import json
 import logging
 import os
@@ -338,6 +339,12 @@ _CONTEXT_ERROR = re.compile(
 class _HTTPClient:
     """What the OpenAI-compatible clients share: the POST with retries, timeouts and JSON checks."""
 
+    #: The largest response body accepted (bytes); a larger one fails the request
+    #: (`PolicyError`, not retried) instead of filling memory.
+    max_response_bytes: int = 64 << 20
+    #: The longest wait between two attempts (seconds): backoff doubles up to it.
+    max_backoff_s: float = 30.0
+
     def __init__(
         self,
         base_url: str,
@@ -367,6 +374,7 @@ class _HTTPClient:
         )
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
+        self._closed = threading.Event()
 
     def _post(self, body: dict[str, Any]) -> bytes:
         """POST ``body`` as JSON; retry transient failures; return the raw response body.
@@ -384,11 +392,18 @@ class _HTTPClient:
             if attempt:
                 with self._rng_lock:
                     jitter = 1.0 + 0.25 * self._rng.random()
-                time.sleep(self.backoff_s * (2 ** (attempt - 1)) * jitter)
+                delay = min(self.backoff_s * (2 ** (attempt - 1)), self.max_backoff_s) * jitter
+                self._closed.wait(delay)  # close() cuts the wait short
+            if self._closed.is_set():
+                raise PolicyError(
+                    f"request to {self.url} abandoned: the client was closed"
+                    + (f" (last failure: {last})" if last else "")
+                )
             req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            deadline = time.monotonic() + self.timeout
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return resp.read()
+                    return self._read_body(resp, deadline)
             except urllib.error.HTTPError as exc:
                 detail = _error_detail(exc)
                 last = f"HTTP {exc.code} from {self.url}: {detail}"
@@ -398,7 +413,13 @@ class _HTTPClient:
                 if 400 <= exc.code < 500 and _CONTEXT_ERROR.search(detail):
                     raise ContextLengthExceeded(last) from None
                 raise PolicyError(last) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            except (
+                urllib.error.URLError,
+                TimeoutError,
+                ConnectionError,
+                OSError,
+                http.client.HTTPException,  # IncompleteRead: the server dropped the connection mid-body
+            ) as exc:
                 reason = getattr(exc, "reason", exc)
                 kind = (
                     "timed out" if isinstance(reason, (TimeoutError, socket.timeout)) else "failed"
@@ -407,6 +428,34 @@ class _HTTPClient:
                 logger.info("transient failure (attempt %d): %s", attempt + 1, last)
                 continue
         raise PolicyError(f"{last} — gave up after {self.max_retries + 1} attempts")
+
+    def _read_body(self, resp: Any, deadline: float) -> bytes:
+        """The body of ``resp``, read by chunks: at most `max_response_bytes`, and by
+        ``deadline`` (``timeout`` bounds the whole request, also against a server that
+        trickles its answer a byte at a time)."""
+        limit = self.max_response_bytes
+        too_big = (
+            f"malformed response from {self.url}: the body is larger than {limit} bytes "
+            "(max_response_bytes); is this an OpenAI-compatible endpoint?"
+        )
+        length = resp.headers.get("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise PolicyError(too_big)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = resp.read1(1 << 16)
+            if not chunk:
+                missing = getattr(resp, "length", None)  # bytes of Content-Length still due
+                if missing:
+                    raise http.client.IncompleteRead(b"".join(chunks), missing)
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                raise PolicyError(too_big)
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the response was still arriving after {self.timeout} s")
 
     def _first_choice(self, raw: bytes | str) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(payload, choices[0])`` of a response body; `PolicyError` when it is not that."""
@@ -430,7 +479,8 @@ class _HTTPClient:
         return payload, choice
 
     def close(self) -> None:
-        """Release the thread pool."""
+        """Release the thread pool; requests in flight make no further attempts."""
+        self._closed.set()
         self._executor.shutdown(wait=False)
 
 
@@ -445,19 +495,22 @@ class OpenAIPolicy(_HTTPClient):
     Uses only the standard library; blocking calls run in a thread pool of
     ``max_connections`` threads.
 
-    Transient failures — connection errors, timeouts and HTTP 408/409/425/429/5xx —
-    are retried up to ``max_retries`` times with exponential backoff; then, and for any
-    other failure (other HTTP errors, invalid JSON, a response of the wrong shape), a
-    `PolicyError` is raised, which `run_episode` turns into a flagged episode.
+    Transient failures — connection errors (also a connection dropped in the middle of
+    the answer), timeouts and HTTP 408/409/425/429/500/502/503/504 — are retried up to
+    ``max_retries`` times with exponential backoff (capped at `max_backoff_s`); then,
+    and for any other failure (other HTTP errors, invalid JSON, a response of the wrong
+    shape, a body over `max_response_bytes`), a `PolicyError` is raised, which
+    `run_episode` turns into a flagged episode. After `close`, requests in flight make
+    no further attempts.
 
     Args:
         base_url: the server's API root, e.g. ``"http://127.0.0.1:8000/v1"``.
         model: the served model name.
         api_key: sent as ``Authorization: Bearer ...`` (default ``$OPENAI_API_KEY``,
             if set).
-        timeout: seconds for one HTTP request.
+        timeout: seconds for one HTTP request (one attempt), reading the answer included.
         max_retries: retries after the first attempt for transient failures.
-        backoff_s: first retry delay (doubles each retry, with jitter).
+        backoff_s: first retry delay (doubles each retry up to `max_backoff_s`, with jitter).
         max_connections: concurrent requests.
         extra_body: extra JSON fields for every request (e.g. ``{"top_k": 20}``).
     """
@@ -581,9 +634,9 @@ class OpenAIChatPolicy(_HTTPClient):
         model: the model name.
         api_key: sent as ``Authorization: Bearer ...`` (default ``$OPENAI_API_KEY``,
             if set).
-        timeout: seconds for one HTTP request.
+        timeout: seconds for one HTTP request (one attempt), reading the answer included.
         max_retries: retries after the first attempt for transient failures.
-        backoff_s: first retry delay (doubles each retry, with jitter).
+        backoff_s: first retry delay (doubles each retry up to `max_backoff_s`, with jitter).
         max_connections: concurrent requests.
         extra_body: extra JSON fields for every request, overriding the defaults; a
             ``None`` value removes a field (e.g. ``{"top_k": 20}`` for vLLM, or
@@ -697,7 +750,7 @@ def _token_id(token: Any, url: str) -> int:
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:
     try:
-        body = exc.read()[:300].decode(errors="replace")
+        body = exc.read(300).decode(errors="replace")  # never the whole of a huge error page
     except Exception:  # pragma: no cover - best effort
         body = ""
     return body or str(exc.reason)

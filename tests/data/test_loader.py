@@ -79,3 +79,85 @@ def test_bad_json_line_names_file_and_line(tmp_path) -> None:
     f.write_text('{"a": 1}\n{oops\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2"):
         load_rows("x:Y", "org/x", data_path=f)
+
+
+def test_bom_and_crlf_jsonl_files_read_like_plain_ones(tmp_path) -> None:
+    # Saved by a Windows editor: a byte-order mark and CRLF line endings.
+    f = tmp_path / "win.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"problem": "1+1", "answer": "2"}\r\n\r\n{"problem": "2+2", "answer": "4"}\r\n')
+    rows = load_rows("math:X", "org/win", data_path=f, required_keys=["problem", "answer"])
+    assert rows == [{"problem": "1+1", "answer": "2"}, {"problem": "2+2", "answer": "4"}]
+
+
+def test_a_line_that_is_not_an_object_names_file_and_line(tmp_path) -> None:
+    f = tmp_path / "list.jsonl"
+    f.write_text('{"a": 1}\n[1, 2]\n')
+    with pytest.raises(ValueError, match=r"list.jsonl:2: expected one JSON object \(a row\) per line, got a list"):
+        read_local(f)
+
+
+def test_a_directory_never_serves_another_split_in_place_of_the_asked_one(tmp_path) -> None:
+    _write_jsonl(tmp_path / "train.jsonl", [{"x": "train row"}])
+    with pytest.raises(FileNotFoundError, match=r"holds no test.jsonl, test.parquet .*found: "
+                       r"\['train.jsonl'\]\); name the test split's file test.jsonl, or pass the file"):
+        load_rows("eval:X", "org/split", "test", data_path=tmp_path)
+    assert read_local(tmp_path, "train") == [{"x": "train row"}]
+    assert read_local(tmp_path) == [{"x": "train row"}]  # no split asked: the first found
+
+
+def test_threads_loading_one_dataset_at_once_load_it_once(tmp_path, monkeypatch) -> None:
+    import threading
+    import time
+
+    f = tmp_path / "d.jsonl"
+    _write_jsonl(f, [{"x": 1}])
+    reads = []
+    real = data._read_jsonl
+
+    def slow_read(path):
+        reads.append(path)
+        time.sleep(0.1)  # long enough for every thread to ask before the first read ends
+        return real(path)
+
+    monkeypatch.setattr(data, "_read_jsonl", slow_read)
+    start = threading.Barrier(6)
+    got = []
+
+    def load():
+        start.wait()
+        got.append(load_rows("math:X", "org/x", data_path=f))
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(got) == 6 and all(rows is got[0] for rows in got)
+    assert len(reads) == 1
+
+
+def test_home_relative_paths(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _write_jsonl(tmp_path / "d.jsonl", [{"x": 1}])
+    assert load_rows("t:X", "org/home", data_path="~/d.jsonl") == [{"x": 1}]
+    (tmp_path / "store" / "org__home").mkdir(parents=True)
+    _write_jsonl(tmp_path / "store" / "org__home" / "train.jsonl", [{"x": 2}])
+    monkeypatch.setenv("GEM_DATA_DIR", "~/store")
+    assert load_rows("t:X", "org/home") == [{"x": 2}]
+
+
+def test_parquet_with_nested_columns(tmp_path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is needed for Parquet")
+    import pyarrow as pa
+
+    rows = [{"problem": "p", "tests": {"inputs": ["1", "2"], "outputs": ["2", "3"]}, "tags": ["a"]},
+            {"problem": "q", "tests": {"inputs": [], "outputs": []}, "tags": []}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    assert load_rows("code:X", "org/nested", data_path=tmp_path) == rows
+
+
+def test_datasets_dict_without_the_split_names_the_splits(tmp_path) -> None:
+    datasets = pytest.importorskip("datasets", reason="the datasets package reads save_to_disk dirs")
+    datasets.DatasetDict({"train": datasets.Dataset.from_list([{"x": 1}])}).save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(FileNotFoundError, match=r"has splits \['train'\], not 'test'"):
+        load_rows("eval:X", "org/dd", "test", data_path=tmp_path / "dd")

@@ -153,6 +153,41 @@ def test_index_option_serves_the_row_and_keeps_the_epoch(rows_file) -> None:
             env.reset(options={"index": bad})
 
 
+def test_index_option_takes_numpy_integers(rows_file) -> None:
+    np = pytest.importorskip("numpy")
+    env = _Echo(rows_file(10))
+    assert env.reset(options={"index": np.int64(7)})[1]["index"] == 7
+    assert type(env.index) is int  # JSON-able in info and records
+    for bad in (np.int64(10), np.float64(2.0)):
+        with pytest.raises(InvalidArgument, match=r"expects an int in \[0, 10\)"):
+            env.reset(options={"index": bad})
+
+
+def test_same_seed_same_rows_in_another_process(rows_file) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = rows_file(100)
+
+    def walk() -> list[int]:
+        env = _Echo(path)
+        return [env.reset(seed=11)[1]["index"]] + [env.reset()[1]["index"] for _ in range(9)]
+
+    script = (
+        "import json, sys\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_families import _Echo\n"
+        "env = _Echo(sys.argv[1])\n"
+        "print(json.dumps([env.reset(seed=11)[1]['index']] + [env.reset()[1]['index'] for _ in range(9)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(path), str(Path(__file__).parent)],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONHASHSEED": "123"})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == walk()
+
+
 def test_step_ends_single_turn_episodes_and_reset_is_needed(rows_file) -> None:
     env = _Echo(rows_file(5))
     with pytest.raises(ResetNeeded, match=r"test:Echo: step\(\) called before reset\(\)"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -292,6 +293,8 @@ class ChatServer:
                     return self.reply(400, ChatServer.CONTEXT)
                 if mode.startswith("raw:"):
                     return self.reply(200, mode[4:].encode())
+                if mode in ("cut", "trickle", "nolength"):
+                    return self.misbehave(mode)
                 text = server.reply_fn(body["messages"])
                 payload = {
                     "choices": [
@@ -312,6 +315,33 @@ class ChatServer:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                except OSError:
+                    pass
+
+            def misbehave(self, mode):
+                """A valid answer delivered badly: ``cut`` (the connection drops halfway),
+                ``trickle`` (a byte every 20 ms), ``nolength`` (no Content-Length, 20 kB of
+                padding, then the end of the connection)."""
+                body = json.dumps(
+                    {"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}],
+                     "pad": " " * (20_000 if mode == "nolength" else 200)}
+                ).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if mode != "nolength":
+                        self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    if mode == "cut":
+                        self.wfile.write(body[: len(body) // 2])
+                    elif mode == "nolength":
+                        self.wfile.write(body)
+                    else:
+                        for i in range(len(body)):
+                            if server.release.wait(0.02):
+                                return
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
                 except OSError:
                     pass
 
@@ -415,6 +445,71 @@ def test_chat_client_errors(chat_server, script, retries, message, attempts):
     with pytest.raises(rl.PolicyError, match=message):
         chat_client(chat_server, max_retries=retries, timeout=0.3).chat_sync(MESSAGES, SAMPLING)
     assert len(chat_server.requests) == attempts
+
+
+def test_a_connection_dropped_mid_answer_is_retried(chat_server):
+    chat_server.script = ["cut"]
+    res = chat_client(chat_server, max_retries=1).chat_sync(MESSAGES, SAMPLING)
+    assert res.text == "\\boxed{5}" and len(chat_server.requests) == 2
+    chat_server.script = ["cut"]
+    with pytest.raises(rl.PolicyError, match=r"failed \(IncompleteRead: .*gave up after 1 attempts"):
+        chat_client(chat_server, max_retries=0).chat_sync(MESSAGES, SAMPLING)
+
+
+@pytest.mark.timeout(30)
+def test_timeout_bounds_an_answer_that_trickles_in(chat_server):
+    # Each byte arrives well within the socket timeout; the whole answer would take ~5 s.
+    chat_server.script = ["trickle", "trickle"]
+    start = time.monotonic()
+    with pytest.raises(rl.PolicyError, match=r"timed out \(TimeoutError: the response was still "
+                       r"arriving after 0.3 s.*gave up after 2 attempts"):
+        chat_client(chat_server, max_retries=1, timeout=0.3).chat_sync(MESSAGES, SAMPLING)
+    assert time.monotonic() - start < 3.0
+
+
+@pytest.mark.parametrize("mode", ["raw", "nolength"])
+def test_a_huge_answer_is_refused_not_read_into_memory(chat_server, mode):
+    pad = json.dumps({"choices": [{"message": {"content": "x"}}], "pad": " " * 5000})
+    chat_server.script = ["raw:" + pad if mode == "raw" else "nolength"]
+    http = chat_client(chat_server, max_retries=3)
+    http.max_response_bytes = 1000
+    with pytest.raises(rl.PolicyError, match=r"the body is larger than 1000 bytes \(max_response_bytes\)"):
+        http.chat_sync(MESSAGES, SAMPLING)
+    assert len(chat_server.requests) == 1  # not retried: the same request gets the same answer
+    assert OpenAIChatPolicy("http://127.0.0.1:9/v1", "m").max_response_bytes == 64 << 20
+
+
+@pytest.mark.timeout(30)
+def test_backoff_is_capped(chat_server):
+    chat_server.script = ["http503"] * 3
+    http = chat_client(chat_server, max_retries=3, backoff_s=60.0)
+    http.max_backoff_s = 0.05  # uncapped, the waits would be 60 + 120 + 240 s
+    start = time.monotonic()
+    assert http.chat_sync(MESSAGES, SAMPLING).text == "\\boxed{5}"
+    assert time.monotonic() - start < 5.0 and len(chat_server.requests) == 4
+
+
+@pytest.mark.timeout(30)
+def test_close_stops_the_retries_of_a_request_in_flight(chat_server):
+    chat_server.script = ["http503"] * 100
+    http = chat_client(chat_server, max_retries=100, backoff_s=0.1)
+    errors: list[BaseException] = []
+
+    def call():
+        try:
+            http.chat_sync(MESSAGES, SAMPLING)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            errors.append(exc)
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    http.close()
+    t.join(2.0)
+    assert not t.is_alive(), "close() must end the retries of a request in flight"
+    assert len(errors) == 1 and isinstance(errors[0], rl.PolicyError)
+    assert "abandoned: the client was closed (last failure: HTTP 503" in str(errors[0])
+    assert len(chat_server.requests) < 10
 
 
 def test_context_length_answers_are_recognized(chat_server):
