@@ -42,11 +42,20 @@ def episode_record(
     episode's identity), ``seed`` (passed to ``env.reset``), ``sampling_seed``,
     ``success``, ``return``, ``num_turns``, ``end_reason``, ``error`` (``None`` or
     ``"<where>: <Type>: message"``), ``rewards``, ``actions``, ``observations`` (the
-    observation each turn answered), ``final_observation``, ``format_errors`` (turns
+    text of the observation each turn answered), ``observation_images`` (one list per
+    turn, parallel to ``observations``: a ``{"mime", "bytes", "width", "height"}``
+    summary of each image its observation carried, ``[]`` for text; never the image
+    data), ``final_observation`` (text), ``format_errors`` (turns
     flagged ``info["format_error"]``), ``truncated_responses`` (responses that hit the
     token limit), ``tool_calls`` (``{tool name: calls run}``), ``prompt_tokens`` (prompt
     tokens sent, summed over requests), ``generated_tokens``, ``latency_s`` (wall time
     of the episode), ``template_rewrite``.
+
+    Images (``api="chat"``): the records never hold image data or base64, only the
+    summaries (from ``turn.info["observation_images"]``, set by
+    `gem_core.rl.run_chat_episode`), plus ``images_sent`` and ``image_bytes_sent``
+    (image parts sent over all requests, re-sends of earlier turns' images included;
+    ``0`` for text episodes).
 
     Token counts: with ``api="completions"`` they are counted from the turns' token ids;
     with ``api="chat"`` (text-level episodes, no token ids) they are the servers'
@@ -78,6 +87,7 @@ def episode_record(
         "rewards": [float(t.reward) for t in turns],
         "actions": [t.action for t in turns],
         "observations": [t.observation for t in turns],
+        "observation_images": [_image_summaries(t.info) for t in turns],
         "final_observation": episode.final_observation,
         "format_errors": sum(1 for t in turns if t.format_error),
         "truncated_responses": sum(1 for t in turns if t.response_truncated),
@@ -88,7 +98,19 @@ def episode_record(
         else _usage(episode, "generated_tokens"),
         "latency_s": float(episode.stats.get("wall_time_s", 0.0)),
         "template_rewrite": bool(episode.template_rewrite),
+        "images_sent": int(episode.stats.get("images_sent", 0)),
+        "image_bytes_sent": int(episode.stats.get("image_bytes_sent", 0)),
     }
+
+
+def _image_summaries(info: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON-able image summaries of one turn (only the summary keys, never data)."""
+    summaries = info.get("observation_images") or []
+    return [
+        {k: s.get(k) for k in ("mime", "bytes", "width", "height")}
+        for s in summaries
+        if isinstance(s, Mapping)
+    ]
 
 
 def _usage(episode: Any, key: str) -> int | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gem_core.core import Env
+from gem_core.core import Env, Wrapper
 from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
 from gem_core.eval import records as rec
 from gem_core.eval.stats import summarize, summary_markdown, summary_table
@@ -38,7 +38,8 @@ __all__ = [
 
 #: Endpoint modes for ``api=`` / ``--api``: token ids to ``/v1/completions`` (the
 #: default: token-exact, needs the served model's tokenizer locally) or chat messages to
-#: ``/v1/chat/completions`` (text in, text out: no tokenizer, any OpenAI-compatible API).
+#: ``/v1/chat/completions`` (text in, text out: no tokenizer, any OpenAI-compatible API;
+#: observation images go as ``image_url`` content parts). Envs with images need ``"chat"``.
 API_MODES = ("completions", "chat")
 
 #: Named wrappers for ``wrappers=`` / ``--wrappers``: ``NAME[:ARG]``.
@@ -422,7 +423,17 @@ def evaluate(
       OpenAI-compatible API). Token counts in the records come from the responses'
       ``usage`` (``null`` when a response lacks it); ``max_context`` is checked from
       those counts, and a server's "context length exceeded" answer ends the episode
-      with ``end_reason="context"``.
+      with ``end_reason="context"``. Observations with images (``{"text", "images"}``,
+      e.g. ``eval:Geometry3K``) are sent as OpenAI content parts (text, then base64
+      ``data:`` URLs; each request re-sends the images of earlier turns, the API being
+      stateless); records keep only the text and an image summary
+      (``observation_images``, ``images_sent``, ``image_bytes_sent``), never image data.
+
+    Images need ``"chat"``: a text-only tokenizer cannot carry them as token ids, so in
+    ``"completions"`` mode an env that declares images (``metadata["modalities"]``
+    contains ``"image"``) is refused before anything runs, and an observation that
+    carries images anyway ends its episode with an ``"env.reset"``/``"env.step"`` error
+    saying so — images are never dropped silently.
 
     The mode is explicit (no auto-detection): the two modes measure slightly different
     things (client-side vs server-side chat template), so a run says which it used; the
@@ -477,7 +488,8 @@ def evaluate(
     Raises:
         NameNotFound / VersionNotFound: an unknown env id ("did you mean").
         EndpointUnreachable: nothing answers at ``base_url``.
-        InvalidArgument: a bad setting, a resume that does not match the run (or asks
+        InvalidArgument: a bad setting, an env with images in ``"completions"`` mode
+            (use ``api="chat"``), a resume that does not match the run (or asks
             for fewer episodes), an ``out_dir`` that already holds a run without
             ``resume``, or an ``out_dir`` that cannot be created or written.
     """
@@ -518,6 +530,11 @@ def evaluate(
             f"policy {type(policy).__name__} does not fit api={api!r}: it needs {need} "
             f"method; pass api={'completions' if api == 'chat' else 'chat'!r} or another policy"
         )
+
+    if api == "completions":
+        for env_id in ids:
+            if "image" in _modalities(env_id):
+                raise InvalidArgument(_images_need_chat(env_id, "its observations carry images"))
 
     from gem_core.rl.rollout import SamplingParams
 
@@ -669,8 +686,9 @@ def evaluate(
         uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
 
         def make_env(env_id: str) -> Env:
-            return build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
-                             env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
+            env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
+                            env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
+            return env if api == "chat" else _TextOnly(env, env_id)
 
         try:
             interrupted = _run_loop(
@@ -707,6 +725,52 @@ def evaluate(
     if print_summary:
         print(result.table())
     return result
+
+
+def _modalities(env_id: str) -> tuple[str, ...]:
+    """What the env's observations carry, from its class's ``metadata["modalities"]``
+    (``("text",)`` when it does not say or its entry point cannot be loaded here)."""
+    from gem_core.registration import load_entry_point, spec
+
+    entry = spec(env_id).entry_point
+    try:
+        target = load_entry_point(entry) if isinstance(entry, str) else entry
+    except Exception:  # make() will report it, with the env id
+        return ("text",)
+    metadata = getattr(target, "metadata", None)
+    modalities = metadata.get("modalities") if isinstance(metadata, Mapping) else None
+    return tuple(modalities) if isinstance(modalities, (list, tuple)) else ("text",)
+
+
+def _images_need_chat(env_id: str, what: str) -> str:
+    return (
+        f"{env_id}: {what}, and --api completions sends token ids from a text-only "
+        "tokenizer, which cannot carry images. Use --api chat (api='chat'): observations "
+        "with images go to /v1/chat/completions as image_url content parts"
+    )
+
+
+class _TextOnly(Wrapper):
+    """Refuses observations with images (``--api completions`` would drop them)."""
+
+    def __init__(self, env: Env, env_id: str):
+        super().__init__(env)
+        self._env_id = env_id
+
+    def _check(self, obs: Any) -> Any:
+        if isinstance(obs, Mapping) and obs.get("images"):
+            raise InvalidArgument(
+                _images_need_chat(self._env_id, f"an observation carries {len(obs['images'])} image(s)")
+            )
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._check(obs), info
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._check(obs), reward, terminated, truncated, info
 
 
 def _unwritable(out: Path, exc: OSError) -> InvalidArgument:

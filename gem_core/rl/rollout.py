@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import dataclasses
 import hashlib
@@ -28,6 +29,8 @@ __all__ = [
     "ChatPolicy",
     "ChatFormatter",
     "chat_messages",
+    "chat_content",
+    "image_data_url",
     "TemplateRewriteWarning",
     "TRUNCATED_RESPONSE_POLICIES",
     "derive_seed",
@@ -161,30 +164,145 @@ class ChatResult:
 class ChatPolicy(Protocol):
     """A text-level model for `run_chat_episode`: chat messages in, the reply's text out."""
 
-    async def chat(self, messages: list[dict[str, str]], sampling: SamplingParams) -> ChatResult:
-        """Answer the conversation ``messages`` (``role``/``content`` dicts)."""
+    async def chat(self, messages: list[dict[str, Any]], sampling: SamplingParams) -> ChatResult:
+        """Answer the conversation ``messages`` (``role``/``content`` dicts; a ``content`` is
+        a string, or a list of OpenAI content parts when the observation had images)."""
         ...
 
 
+#: Leading bytes of the encoded image formats `image_data_url` sends as they are.
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _image_mime(data: bytes) -> str | None:
+    for signature, mime in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _encode_image(image: Any) -> tuple[str, dict[str, Any]]:
+    """``(data URL, summary)`` of one observation image (see `image_data_url`)."""
+    if type(image).__module__.startswith("PIL.") and hasattr(image, "save"):
+        import io
+
+        buf = io.BytesIO()
+        try:
+            image.save(buf, format="PNG")
+        except Exception as exc:
+            raise InvalidArgument(
+                f"cannot encode a PIL image (mode {getattr(image, 'mode', '?')!r}) as PNG: "
+                f"{type(exc).__name__}: {exc}; convert it first (e.g. image.convert('RGB'))"
+            ) from None
+        image = buf.getvalue()
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        data = bytes(image)
+        mime = _image_mime(data)
+        if mime is None:
+            raise InvalidArgument(
+                f"observation image of {len(data)} bytes starting {data[:8]!r} is not PNG, JPEG, "
+                "GIF or WebP data; return encoded image bytes (e.g. the PNG file's bytes) or a "
+                "PIL image from the env"
+            )
+        summary: dict[str, Any] = {"mime": mime, "bytes": len(data), "width": None, "height": None}
+        if mime == "image/png" and len(data) >= 24 and data[12:16] == b"IHDR":
+            summary["width"] = int.from_bytes(data[16:20], "big")
+            summary["height"] = int.from_bytes(data[20:24], "big")
+        return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}", summary
+    if isinstance(image, str) and image.startswith("data:image/") and ";base64," in image:
+        head, _, payload = image.partition(",")
+        return image, {
+            "mime": head[len("data:") :].split(";")[0],
+            "bytes": len(payload) * 3 // 4 - payload[-2:].count("="),
+            "width": None,
+            "height": None,
+        }
+    raise InvalidArgument(
+        f"cannot send an observation image of type {type(image).__name__} to a chat model: "
+        "expected encoded image bytes (PNG, JPEG, GIF, WebP), a PIL.Image.Image or a "
+        "'data:image/...;base64,' URL (for MathVisualEnv pass image_format='png' or 'pil')"
+    )
+
+
+def image_data_url(image: Any) -> str:
+    """The ``data:`` URL of one observation image, for an ``image_url`` content part.
+
+    Encoded bytes are sent as they are, with the MIME type their signature names
+    (PNG, JPEG, GIF or WebP); a ``PIL.Image.Image`` is encoded to PNG; a
+    ``data:image/...;base64,`` URL passes through.
+
+    Raises:
+        InvalidArgument: any other type (a path, an array), or bytes of another format.
+    """
+    return _encode_image(image)[0]
+
+
+def _content_and_images(
+    observation: Any,
+) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(message content, one summary per image)`` of an observation."""
+    if isinstance(observation, list):  # content parts, already built
+        return observation, []
+    if not isinstance(observation, Mapping):
+        return _observation_text(observation), []
+    text = _observation_text(observation)
+    images = observation.get("images")
+    if images is None or (isinstance(images, (list, tuple)) and not images):
+        return text, []
+    if not isinstance(images, (list, tuple)):
+        images = [images]
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    summaries = []
+    for image in images:
+        url, summary = _encode_image(image)
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+        summaries.append(summary)
+    return parts, summaries
+
+
+def chat_content(observation: Any) -> str | list[dict[str, Any]]:
+    """The ``content`` of the ``user`` message for one observation.
+
+    A text observation (a ``str``, or a dict whose ``images`` are absent or empty) is
+    its text, as a plain string. A dict ``{"text": str, "images": [...]}`` with images
+    becomes OpenAI-style content parts: ``{"type": "text", "text": ...}`` then one
+    ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` per
+    image, in order (see `image_data_url` for the image types accepted). A list is
+    taken as content parts already built and returned as it is.
+
+    Raises:
+        InvalidArgument: an image of a type `image_data_url` cannot send.
+    """
+    return _content_and_images(observation)[0]
+
+
 def chat_messages(
-    observations: Sequence[str], responses: Sequence[str], *, system_prompt: str | None = None
-) -> list[dict[str, str]]:
+    observations: Sequence[Any], responses: Sequence[str], *, system_prompt: str | None = None
+) -> list[dict[str, Any]]:
     """The chat of an episode: optional system message, then alternating user/assistant messages.
 
-    Each observation is a ``user`` message and each response an ``assistant`` message;
-    ``responses`` has as many entries as ``observations``, or one fewer (the chat then
-    ends with a user message, ready for the next response).
+    Each observation is a ``user`` message (its content is `chat_content` of it: the
+    text, or content parts when it carries images) and each response an ``assistant``
+    message; ``responses`` has as many entries as ``observations``, or one fewer (the
+    chat then ends with a user message, ready for the next response).
     """
     if not (len(responses) == len(observations) or len(responses) == len(observations) - 1):
         raise InvalidArgument(
             f"need as many responses as observations (or one fewer), got "
             f"{len(responses)} and {len(observations)}"
         )
-    msgs: list[dict[str, str]] = []
+    msgs: list[dict[str, Any]] = []
     if system_prompt is not None:
         msgs.append({"role": "system", "content": system_prompt})
     for i, obs in enumerate(observations):
-        msgs.append({"role": "user", "content": obs})
+        msgs.append({"role": "user", "content": obs if isinstance(obs, str) else chat_content(obs)})
         if i < len(responses):
             msgs.append({"role": "assistant", "content": responses[i]})
     return msgs
@@ -600,11 +718,27 @@ async def run_chat_episode(
     ``policy.chat``; the reply's text is the action sent to ``env.step`` (run in
     ``executor``, off the event loop) and the assistant message of later turns.
 
+    Images: an observation ``{"text": ..., "images": [...]}`` with images becomes a
+    ``user`` message of content parts (text, then one ``image_url`` part per image as a
+    base64 ``data:`` URL; see `chat_content`); text observations stay plain strings.
+    Each image is encoded once, when its observation arrives, but — the API being
+    stateless — every later request of the episode re-sends it with the rest of the
+    history, so a multi-turn image episode sends (and the server re-reads) each image
+    once per remaining turn: about 4/3 of its size per request in base64. An image of a
+    type that cannot be sent ends the episode with an ``"observation: InvalidArgument:
+    ..."`` error. Only a summary is kept: ``turn.observation`` is the text, and
+    ``turn.info["observation_images"]`` lists one ``{"mime", "bytes", "width",
+    "height"}`` dict per image of that turn's observation (set only when it had images;
+    ``width``/``height`` are read from PNG headers, else ``None``). Images of the
+    final observation (never sent) are not encoded.
+
     The episode's turns have empty token lists (``prompt_ids``, ``response_ids``,
     ``response_logprobs``): it is for evaluation, not training. ``episode.layout`` is
     ``"per_turn"`` (every request carries the whole conversation). ``episode.stats``
-    has ``requests``, ``wall_time_s`` and — only when every reply reported ``usage`` —
-    ``prompt_tokens`` and ``generated_tokens`` (sums over the requests).
+    has ``requests``, ``wall_time_s``, — only when every reply reported ``usage`` —
+    ``prompt_tokens`` and ``generated_tokens`` (sums over the requests), and — only when
+    an observation had images — ``images_sent`` and ``image_bytes_sent`` (image parts
+    and their decoded bytes over all requests, re-sends included).
 
     Ends (``episode.end_reason``) as `run_episode`, with the context budget checked
     from the server's counts: ``"context"`` when the previous request's prompt plus
@@ -630,9 +764,11 @@ async def run_chat_episode(
     if env_id is None:
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
     episode = Episode(env_id=env_id, seed=seed, layout="per_turn")
-    observations: list[str] = []
+    contents: list[str | list[dict[str, Any]]] = []  # the user messages' contents
     replies: list[str] = []
     usage: list[tuple[int | None, int | None]] = []
+    image_bytes: list[int] = []  # decoded size of each image in the history
+    images_sent = bytes_sent = 0
     start = time.perf_counter()
 
     def fail(where: str, exc: BaseException) -> None:
@@ -660,14 +796,22 @@ async def run_chat_episode(
                 ):
                     episode.end_reason = "context"
                     break
-            observations.append(obs_text)
+            try:
+                content, obs_images = _content_and_images(obs)
+            except Exception as exc:
+                fail("observation", exc)
+                break
+            contents.append(content)
+            image_bytes.extend(im["bytes"] for im in obs_images)
+            images_sent += len(image_bytes)
+            bytes_sent += sum(image_bytes)
             turn_sampling = (
                 sampling
                 if sampling.seed is None
                 else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
             )
             try:
-                messages = chat_messages(observations, replies, system_prompt=system_prompt)
+                messages = chat_messages(contents, replies, system_prompt=system_prompt)
                 coro = policy.chat(messages, turn_sampling)
                 if generation_timeout is not None:
                     result = await asyncio.wait_for(coro, generation_timeout)
@@ -696,23 +840,31 @@ async def run_chat_episode(
                 observation=obs_text,
                 action=result.text,
             )
+            if obs_images:
+                turn.info["observation_images"] = obs_images
             episode.turns.append(turn)
             if truncated and truncated_response == "penalize":
                 turn.reward = float(truncation_reward)
                 episode.end_reason = "response_truncated"
                 break
             try:
-                obs_text, over = _record_step(
-                    episode, turn, await _call(executor, env.step, result.text)
-                )
+                step = await _call(executor, env.step, result.text)
+                obs_text, over = _record_step(episode, turn, step)
+                obs = step[0]
             except Exception as exc:
                 fail("env.step", exc)
                 break
+            finally:
+                if obs_images:
+                    turn.info["observation_images"] = obs_images
             if over:
                 break
         episode.final_observation = obs_text
     finally:
         episode.stats.update(requests=float(len(usage)), wall_time_s=time.perf_counter() - start)
+        if image_bytes:
+            episode.stats["images_sent"] = float(images_sent)
+            episode.stats["image_bytes_sent"] = float(bytes_sent)
         if all(p is not None and c is not None for p, c in usage):
             episode.stats["prompt_tokens"] = float(sum(p or 0 for p, _ in usage))
             episode.stats["generated_tokens"] = float(sum(c or 0 for _, c in usage))

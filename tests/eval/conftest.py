@@ -23,6 +23,14 @@ def tiny():
     return rl.TransformersPolicy(model, tokenizer), str(build_tiny_model())
 
 
+def message_text(message: dict) -> str:
+    """The text of a chat message: its string content, or its content parts' text joined."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(p["text"] for p in content if p.get("type") == "text")
+
+
 class CompletionsServer:
     """A ``/v1/completions`` and ``/v1/chat/completions`` server on 127.0.0.1 (the tiny model).
 
@@ -36,9 +44,10 @@ class CompletionsServer:
     Chat requests are answered by applying the tokenizer's chat template to the
     messages and generating with the tiny model (the reply is the decoded text, special
     tokens skipped; ``usage`` counts the prompt and generated tokens), or, when
-    ``chat_reply`` is set, with ``chat_reply(messages)`` (usage: word counts).
-    ``paths`` records the path of each POST, ``answers`` each chat answer as
-    ``(request body, response payload)``.
+    ``chat_reply`` is set, with ``chat_reply(messages)`` (usage: word counts of the text;
+    a message whose content is a list of parts counts its text parts).
+    ``requests`` records the JSON body of each POST, ``paths`` its path, ``answers``
+    each chat answer as ``(request body, response payload)``.
     """
 
     def __init__(self, policy):
@@ -110,7 +119,7 @@ class CompletionsServer:
                     text, reason, usage = "", "stop", {"prompt_tokens": 3, "completion_tokens": 0}
                 elif server.chat_reply is not None:
                     text = server.chat_reply(body["messages"])
-                    words = sum(len(m["content"].split()) for m in body["messages"])
+                    words = sum(len(message_text(m).split()) for m in body["messages"])
                     reason, usage = "stop", {"prompt_tokens": words, "completion_tokens": len(text.split())}
                 else:
                     import gem_core.rl as rl

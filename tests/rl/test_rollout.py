@@ -456,3 +456,132 @@ def test_argument_validation(tiny_tokenizer):
     assert rl.derive_seed(None, 1) is None and rl.derive_seed(1, 2) == rl.derive_seed(
         1, 2
     ) != rl.derive_seed(1, 3)
+
+
+# --- Chat messages with images (run_chat_episode) -------------------------------------------
+
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+
+
+def _png(width=3, height=2, color=(200, 10, 10)):
+    PIL = pytest.importorskip("PIL.Image", reason="the image tests need Pillow")
+    import io
+
+    buf = io.BytesIO()
+    PIL.new("RGB", (width, height), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _decode_url(url):
+    import base64
+
+    head, _, payload = url.partition(",")
+    return head, base64.b64decode(payload, validate=True)
+
+
+def test_chat_content_text_png_bytes_and_pil():
+    import io
+
+    import PIL.Image
+
+    from gem_core.rl.rollout import chat_content, chat_messages
+
+    assert chat_content("plain") == "plain"
+    assert chat_content({"text": "no pictures", "images": []}) == "no pictures"
+    assert chat_content({"text": "no key"}) == "no key"
+
+    png = _png(5, 4)
+    parts = chat_content({"text": "look", "images": [png, bytearray(png)]})
+    assert parts[0] == {"type": "text", "text": "look"}
+    assert [p["type"] for p in parts[1:]] == ["image_url", "image_url"]
+    for p in parts[1:]:
+        head, data = _decode_url(p["image_url"]["url"])
+        assert head == "data:image/png;base64" and data == png  # bytes sent as they are
+
+    img = PIL.Image.new("RGB", (7, 3), (1, 2, 3))
+    (text, part) = chat_content({"text": "pil", "images": [img]})
+    head, data = _decode_url(part["image_url"]["url"])
+    assert head == "data:image/png;base64" and data.startswith(PNG_SIG)
+    back = PIL.Image.open(io.BytesIO(data))
+    assert back.size == (7, 3) and back.getpixel((0, 0)) == (1, 2, 3)
+
+    jpeg = io.BytesIO()
+    img.save(jpeg, format="JPEG")
+    (_, part) = chat_content({"text": "jpg", "images": jpeg.getvalue()})  # one image, no list
+    assert part["image_url"]["url"].startswith("data:image/jpeg;base64,")
+
+    # Text observations keep plain string content; image ones become parts.
+    msgs = chat_messages(["a", {"text": "b", "images": [png]}], ["r"], system_prompt="s")
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
+    assert msgs[1]["content"] == "a" and isinstance(msgs[3]["content"], list)
+
+
+def test_chat_content_rejects_unsendable_images():
+    from gem_core.rl.rollout import chat_content
+
+    with pytest.raises(InvalidArgument, match="type str to a chat model: expected encoded image bytes"):
+        chat_content({"text": "x", "images": ["figure.png"]})  # a path, not data
+    with pytest.raises(InvalidArgument, match="is not PNG, JPEG, GIF or WebP data"):
+        chat_content({"text": "x", "images": [b"hello world"]})
+    with pytest.raises(InvalidArgument, match="type ndarray"):
+        chat_content({"text": "x", "images": [np.zeros((2, 2))]})
+
+
+def _image_env(images_per_obs, turns=2):
+    """Each observation: text plus ``images_per_obs()`` images; ends after ``turns`` steps."""
+
+    def reset(env, seed, options):
+        env.t = 0
+        return {"text": "start", "images": images_per_obs(0)}, {}
+
+    def step(env, action):
+        env.t += 1
+        done = env.t >= turns
+        return ({"text": f"obs {env.t}", "images": images_per_obs(env.t)}, 1.0, done, False,
+                {"success": done})
+
+    return GenericTestEnv(reset, step)
+
+
+class _ChatRecorder:
+    def __init__(self):
+        self.calls = []
+
+    async def chat(self, messages, sampling):
+        self.calls.append(messages)
+        return rl.ChatResult("ok", "stop", 5, 1)
+
+
+def test_chat_episode_sends_images_resends_history_and_keeps_only_summaries():
+    a, b = _png(3, 2), _png(9, 8, (0, 0, 255))
+    env = _image_env(lambda t: [a] if t == 0 else ([b] if t == 1 else []), turns=2)
+    policy = _ChatRecorder()
+    ep = asyncio.run(rl.run_chat_episode(env, policy))
+    assert ep.error is None and ep.success and len(policy.calls) == 2
+    first, second = policy.calls
+    assert [_decode_url(p["image_url"]["url"])[1] for p in first[0]["content"][1:]] == [a]
+    # The API is stateless: the second request re-sends the first turn's image too.
+    assert second[0]["content"] == first[0]["content"]
+    assert second[1] == {"role": "assistant", "content": "ok"}
+    assert [_decode_url(p["image_url"]["url"])[1] for p in second[2]["content"][1:]] == [b]
+    # The turns keep the text and a summary, never the image data.
+    assert [t.observation for t in ep.turns] == ["start", "obs 1"]
+    assert ep.turns[0].info["observation_images"] == [
+        {"mime": "image/png", "bytes": len(a), "width": 3, "height": 2}]
+    assert ep.turns[1].info["observation_images"][0]["width"] == 9
+    assert ep.turns[1].info["success"] is True  # the env's info is kept beside it
+    assert ep.stats["images_sent"] == 3  # a, then a + b
+    assert ep.stats["image_bytes_sent"] == 2 * len(a) + len(b)
+
+
+def test_chat_episode_text_observations_unchanged_and_bad_image_flagged():
+    env = _image_env(lambda t: [], turns=1)
+    policy = _ChatRecorder()
+    ep = asyncio.run(rl.run_chat_episode(env, policy))
+    assert policy.calls[0] == [{"role": "user", "content": "start"}]
+    assert "images_sent" not in ep.stats and "observation_images" not in ep.turns[0].info
+
+    env = _image_env(lambda t: ["/tmp/figure.png"], turns=1)
+    ep = asyncio.run(rl.run_chat_episode(env, _ChatRecorder()))
+    assert ep.end_reason == "error" and not ep.turns
+    assert ep.error.startswith("observation: InvalidArgument: cannot send an observation image of type str")
