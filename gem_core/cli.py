@@ -287,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="served model name")
     p.add_argument("--api", choices=("completions", "chat"),
-                   help="endpoint mode: completions (token ids, default) or chat (messages, no tokenizer)")
+                   help="endpoint mode: completions (token ids, default) or chat (messages, no tokenizer; "
+                   "needed for envs whose observations carry images)")
     p.add_argument("--tokenizer", help="tokenizer name or directory (default: --model); --api completions "
                    "only: token ids are sent, so it must match the served model")
     p.add_argument("--episodes", type=int, help="episodes per env (default 10)")
