@@ -56,7 +56,7 @@ system-deps:
 	    echo "note: could not install bubblewrap; sandbox tests needing it will be skipped"; \
 	  else echo "note: no apt-get; install bubblewrap for full sandbox isolation"; fi; }
 
-# The main job: a tiny LM learns GuessTheNumber with REINFORCE + ReBN on the CPU (~8 min).
+# The main job: a tiny LM learns GuessTheNumber with REINFORCE + ReBN on the CPU (~7 min).
 demo: $(STAMP)
 	"$(PY)" recipes/cpu_reinforce_rebn.py $(DEMO_ARGS)
 
