@@ -344,25 +344,26 @@ class _HTTPClient:
     max_response_bytes: int = 64 << 20
     #: The longest wait between two attempts (seconds): backoff doubles up to it.
     max_backoff_s: float = 30.0
+    #: The endpoint under ``base_url`` (set by each client).
+    route: str = ""
 
     def __init__(
         self,
         base_url: str,
         model: str,
         *,
-        route: str,
-        api_key: str | None,
-        timeout: float,
-        max_retries: int,
-        backoff_s: float,
-        max_connections: int,
-        extra_body: dict[str, Any] | None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_connections: int = 64,
+        extra_body: dict[str, Any] | None = None,
     ):
         if not base_url.startswith(("http://", "https://")):
             raise InvalidArgument(f"base_url must start with http:// or https://, got {base_url!r}")
         if max_retries < 0:
             raise InvalidArgument(f"max_retries must be >= 0, got {max_retries!r}")
-        self.url = base_url.rstrip("/") + route
+        self.url = base_url.rstrip("/") + self.route
         self.model = model
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = float(timeout)
@@ -515,29 +516,7 @@ class OpenAIPolicy(_HTTPClient):
         extra_body: extra JSON fields for every request (e.g. ``{"top_k": 20}``).
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_connections: int = 64,
-        extra_body: dict[str, Any] | None = None,
-    ):
-        super().__init__(
-            base_url,
-            model,
-            route="/completions",
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            max_connections=max_connections,
-            extra_body=extra_body,
-        )
+    route = "/completions"
 
     def request_body(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> dict[str, Any]:
         """The JSON body sent for one request."""
@@ -648,29 +627,7 @@ class OpenAIChatPolicy(_HTTPClient):
     (only when the sampling has some; a vLLM extension).
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_connections: int = 64,
-        extra_body: dict[str, Any] | None = None,
-    ):
-        super().__init__(
-            base_url,
-            model,
-            route="/chat/completions",
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-            max_connections=max_connections,
-            extra_body=extra_body,
-        )
+    route = "/chat/completions"
 
     def request_body(
         self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
