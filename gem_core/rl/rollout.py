@@ -447,6 +447,15 @@ class _Conversation:
         return content, action
 
 
+def _fail(episode: Episode, where: str, exc: BaseException) -> None:
+    """End ``episode`` flagged with the error raised in ``where``; the other episodes go on."""
+    episode.error = f"{where}: {type(exc).__name__}: {exc}"
+    episode.end_reason = "error"
+    logger.warning(
+        "episode %s (seed %s) failed in %s: %s", episode.env_id, episode.seed, where, exc
+    )
+
+
 def _observation_text(obs: Any) -> str:
     if isinstance(obs, str):
         return obs
@@ -586,16 +595,11 @@ async def run_episode(
     start = time.perf_counter()
     generated = 0
 
-    def fail(where: str, exc: BaseException) -> None:
-        episode.error = f"{where}: {type(exc).__name__}: {exc}"
-        episode.end_reason = "error"
-        logger.warning("episode %s (seed %s) failed in %s: %s", env_id, seed, where, exc)
-
     try:
         try:
             obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
         except Exception as exc:
-            fail("env.reset", exc)
+            _fail(episode, "env.reset", exc)
             return episode
         obs_text = _observation_text(obs)
         while True:
@@ -605,7 +609,7 @@ async def run_episode(
             try:
                 prompt_ids, starts = conv.add_observation(obs_text)
             except Exception as exc:
-                fail("formatter", exc)
+                _fail(episode, "formatter", exc)
                 break
             if conv.rewrite_reason is not None:
                 episode.template_rewrite = True
@@ -631,10 +635,10 @@ async def run_episode(
                     result = await coro
                 result = _check_result(result)
             except asyncio.TimeoutError:
-                fail("policy", PolicyError(f"generate() timed out after {generation_timeout} s"))
+                _fail(episode, "policy", PolicyError(f"generate() timed out after {generation_timeout} s"))
                 break
             except Exception as exc:
-                fail("policy", exc)
+                _fail(episode, "policy", exc)
                 break
             generated += len(result.token_ids)
             truncated = result.finish_reason == "length"
@@ -658,7 +662,7 @@ async def run_episode(
                     episode, turn, await _call(executor, env.step, action)
                 )
             except Exception as exc:
-                fail("env.step", exc)
+                _fail(episode, "env.step", exc)
                 break
             if over:
                 break
@@ -771,16 +775,11 @@ async def run_chat_episode(
     images_sent = bytes_sent = 0
     start = time.perf_counter()
 
-    def fail(where: str, exc: BaseException) -> None:
-        episode.error = f"{where}: {type(exc).__name__}: {exc}"
-        episode.end_reason = "error"
-        logger.warning("episode %s (seed %s) failed in %s: %s", env_id, seed, where, exc)
-
     try:
         try:
             obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
         except Exception as exc:
-            fail("env.reset", exc)
+            _fail(episode, "env.reset", exc)
             return episode
         obs_text = _observation_text(obs)
         while True:
@@ -799,7 +798,7 @@ async def run_chat_episode(
             try:
                 content, obs_images = _content_and_images(obs)
             except Exception as exc:
-                fail("observation", exc)
+                _fail(episode, "observation", exc)
                 break
             contents.append(content)
             image_bytes.extend(im["bytes"] for im in obs_images)
@@ -823,10 +822,10 @@ async def run_chat_episode(
                 logger.warning("episode %s (seed %s) ended: %s", env_id, seed, exc)
                 break
             except asyncio.TimeoutError:
-                fail("policy", PolicyError(f"chat() timed out after {generation_timeout} s"))
+                _fail(episode, "policy", PolicyError(f"chat() timed out after {generation_timeout} s"))
                 break
             except Exception as exc:
-                fail("policy", exc)
+                _fail(episode, "policy", exc)
                 break
             usage.append((result.prompt_tokens, result.completion_tokens))
             replies.append(result.text)
@@ -852,7 +851,7 @@ async def run_chat_episode(
                 obs_text, over = _record_step(episode, turn, step)
                 obs = step[0]
             except Exception as exc:
-                fail("env.step", exc)
+                _fail(episode, "env.step", exc)
                 break
             finally:
                 if obs_images:
