@@ -301,6 +301,9 @@ def test_environment_overrides_and_their_errors(monkeypatch: pytest.MonkeyPatch)
 def test_forked_child_drops_the_parents_grader() -> None:
     g = get_grader()
     assert g.grade(r"\frac{1}{2}", "0.5")
+    deadline = time.monotonic() + 30  # workers start in the background: wait for all of them
+    while len(g.worker_pids()) < g.num_workers and time.monotonic() < deadline:
+        time.sleep(0.05)
     pids = g.worker_pids()
     r, w = os.pipe()
     pid = os.fork()
