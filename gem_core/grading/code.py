@@ -46,6 +46,7 @@ __all__ = [
     "GradeResult",
     "FAILURE_KINDS",
     "MAX_CODE_CHARS",
+    "MAX_RESULT_DEPTH",
     "extract_code",
     "parse_tests",
     "select_tests",
@@ -377,6 +378,44 @@ def _last_line(text: str) -> str:
     return _clip(lines[-1]) if lines else ""
 
 
+MAX_RESULT_DEPTH = 100
+"""Deepest nesting of lists/dicts a function's return value may have; a deeper one is a
+``runtime_error`` (no test expects it, and comparing or showing it would recurse)."""
+
+
+def _nesting_depth(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests lists and dicts, counted without recursion up to ``limit + 1``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if not isinstance(item, list):
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return depth
+        stack.extend((x, depth + 1) for x in item if isinstance(x, (list, dict)))
+    return deepest
+
+
+def _read_result(text: str) -> tuple[Any, str | None]:
+    """The JSON value a function-call run reported, or ``(None, why)`` when it cannot be used.
+
+    The text comes from untrusted code (it can write to fd 1 and find the token): a value
+    nested deeper than the decoder's recursion limit, or one deeper than
+    `MAX_RESULT_DEPTH`, is a graded failure, never an exception.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, MemoryError):  # JSONDecodeError is a ValueError
+        return None, "the function's result could not be read (not one JSON value, or nested too deeply)"
+    if _nesting_depth(value, MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
+        return None, f"the function's result is nested deeper than {MAX_RESULT_DEPTH} levels"
+    return value, None
+
+
 def _judge(case: TestCase, res: ExecResult, token: str | None) -> TestOutcome:
     d = res.duration_s
     if res.sandbox_error is not None:
@@ -397,10 +436,9 @@ def _judge(case: TestCase, res: ExecResult, token: str | None) -> TestOutcome:
     at = res.stdout.rfind(token)
     if at < 0:
         return TestOutcome("runtime_error", d, "the function's result was not reported")
-    try:
-        value = json.loads(res.stdout[at + len(token):])
-    except json.JSONDecodeError:
-        return TestOutcome("runtime_error", d, "the function's result could not be read")
+    value, why = _read_result(res.stdout[at + len(token):])
+    if why is not None:
+        return TestOutcome("runtime_error", d, why)
     if values_match(value, case.output):
         return TestOutcome("passed", d)
     return TestOutcome(

@@ -225,3 +225,49 @@ def test_function_call_result_cannot_be_faked_by_printing():
     assert grade_program(code, FN_TESTS).first_failure == "wrong_answer"
     missing = grade_program("def join(a, b):\n    return 1", FN_TESTS, stop_on_failure=False)
     assert "join(...) returned 1, expected" in missing.outcomes[1].detail
+
+
+# A submission that finds the harness's result token on the calling frame and writes a
+# result of its own straight to fd 1: whatever follows the token is hostile text.
+_FORGE = (
+    "import os, sys\n"
+    "def join(a, b):\n"
+    "    frame = sys._getframe(1)\n"
+    "    while frame is not None:\n"
+    "        for const in frame.f_code.co_consts:\n"
+    "            if isinstance(const, str) and const.count('\\x1e') == 2:\n"
+    "                token = const[const.index('\\x1e'):]\n"
+    "                os.write(1, ('\\n' + token + {payload}).encode())\n"
+    "                os._exit(0)\n"
+    "        frame = frame.f_back\n"
+    "    return None\n"
+)
+
+
+@pytest.mark.parametrize(
+    "payload, detail",
+    [
+        ("'[' * 100_000", "could not be read"),  # RecursionError in json.loads, before the fix
+        ("'[' * 500 + ']' * 500", "nested deeper than"),  # parses, but too deep to compare or show
+        ("'{\"a\":' * 5000 + '1' + '}' * 5000", "could not be read"),
+    ],
+    ids=["unclosed-100k", "closed-500", "dicts-5000"],
+)
+def test_a_hostile_result_line_is_a_graded_failure_not_an_exception(payload, detail):
+    result = grade_program(_FORGE.format(payload=payload), FN_TESTS, timeout_s=5.0, stop_on_failure=False)
+    assert result.first_failure == "runtime_error", result.outcomes
+    assert detail in result.outcomes[0].detail, result.outcomes[0]
+
+
+def test_a_deeply_nested_return_value_is_a_graded_failure():
+    # The harness itself serialises a value nested 100 000 levels deep (recursion limit raised).
+    code = (
+        "import sys\nsys.setrecursionlimit(1_000_000)\n"
+        "def join(a, b):\n"
+        "    v = []\n"
+        "    for _ in range(100_000):\n"
+        "        v = [v]\n"
+        "    return v\n"
+    )
+    result = grade_program(code, FN_TESTS, timeout_s=5.0, stop_on_failure=False)
+    assert result.first_failure == "runtime_error", result.outcomes
