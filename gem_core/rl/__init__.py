@@ -35,14 +35,22 @@ from gem_core.rl.advantages import (
     rloo,
 )
 from gem_core.rl.batch import TrainingBatch, build_training_batch
+from gem_core.rl.chat import (
+    ChatFormatter,
+    TemplateRewriteWarning,
+    chat_content,
+    chat_messages,
+    image_data_url,
+)
+from gem_core.rl.collect import collect_episodes, collect_episodes_sync
+from gem_core.rl.loop import run_chat_episode, run_episode
 from gem_core.rl.policies import (
     OpenAIChatPolicy,
     OpenAIPolicy,
     TransformersPolicy,
     sequence_logprobs,
 )
-from gem_core.rl.rollout import (
-    ChatFormatter,
+from gem_core.rl.sampling import (
     ChatPolicy,
     ChatResult,
     ContextLengthExceeded,
@@ -50,15 +58,7 @@ from gem_core.rl.rollout import (
     Policy,
     PolicyError,
     SamplingParams,
-    TemplateRewriteWarning,
-    chat_content,
-    chat_messages,
-    collect_episodes,
-    collect_episodes_sync,
     derive_seed,
-    image_data_url,
-    run_chat_episode,
-    run_episode,
 )
 from gem_core.rl.types import END_REASONS, LAYOUTS, Episode, Turn
 

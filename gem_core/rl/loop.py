@@ -1,0 +1,476 @@
+"""The episode loop: `run_episode` (token ids, packed or per-turn) and `run_chat_episode` (chat text)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gem_core.core import Env
+from gem_core.errors import InvalidArgument
+from gem_core.rl.chat import (
+    ChatFormatter,
+    TemplateRewriteWarning,
+    _content_and_images,
+    _observation_text,
+    chat_messages,
+)
+from gem_core.rl.sampling import (
+    ChatPolicy,
+    ContextLengthExceeded,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    _check_chat_result,
+    _check_result,
+    derive_seed,
+)
+from gem_core.rl.types import LAYOUTS, Episode, Turn
+
+__all__ = ["TRUNCATED_RESPONSE_POLICIES", "run_episode", "run_chat_episode"]
+
+logger = logging.getLogger(__name__)
+
+TRUNCATED_RESPONSE_POLICIES = ("pass", "penalize")
+
+
+class _Conversation:
+    """The token state of one episode under a layout (see `Turn` for the layouts)."""
+
+    def __init__(self, formatter: ChatFormatter, layout: str):
+        self.f = formatter
+        self.layout = layout
+        self.observations: list[str] = []
+        self.contents: list[str] = []
+        self.prompt: list[int] = []  # what the policy conditions on for the next response
+        self.text = ""  # packed: the rendered text ``self.prompt`` stands for
+        self.encoded = 0
+        self.rewrite_reason: str | None = None
+
+    def _encode(self, text: str) -> list[int]:
+        ids = self.f.encode(text)
+        self.encoded += len(ids)
+        return ids
+
+    def add_observation(self, observation: str) -> tuple[list[int], bool]:
+        """Append an observation; return ``(prompt_ids of the turn, starts_sample)``."""
+        first = not self.observations
+        self.observations.append(observation)
+        new_text = self.f.render(
+            self.f.messages(self.observations, self.contents), add_generation_prompt=True
+        )
+        self.rewrite_reason = None
+        if self.layout == "packed" and not first:
+            history = self.f.render(
+                self.f.messages(self.observations[:-1], self.contents), add_generation_prompt=False
+            )
+            if not history.startswith(self.text):
+                self.rewrite_reason = (
+                    "the template does not render the generated response verbatim (e.g. it "
+                    "strips whitespace or ends the turn with a different token than the "
+                    "model's stop token)"
+                )
+            elif not new_text.startswith(history):
+                self.rewrite_reason = (
+                    "the template rewrites earlier turns when a message is added (e.g. it "
+                    "strips earlier <think> reasoning)"
+                )
+            else:
+                delta = self._encode(new_text[len(self.text) :])
+                self.prompt.extend(delta)
+                self.text = new_text
+                return delta, False
+        ids = self._encode(new_text)
+        self.prompt = list(ids)
+        self.text = new_text
+        return ids, True
+
+    def add_response(self, token_ids: list[int]) -> tuple[str, str]:
+        """Append a response; return ``(chat content, action text)``."""
+        stopped = bool(token_ids) and token_ids[-1] in self.f.stop_token_ids
+        body = token_ids[:-1] if stopped else token_ids
+        content = self.f.decode(body, skip_special_tokens=False)
+        action = self.f.decode(body, skip_special_tokens=True)
+        self.contents.append(content)
+        self.prompt.extend(token_ids)
+        self.text += content + (self.f.decode(token_ids[-1:]) if stopped else "")
+        return content, action
+
+
+def _fail(episode: Episode, where: str, exc: BaseException) -> None:
+    """End ``episode`` flagged with the error raised in ``where``; the other episodes go on."""
+    episode.error = f"{where}: {type(exc).__name__}: {exc}"
+    episode.end_reason = "error"
+    logger.warning(
+        "episode %s (seed %s) failed in %s: %s", episode.env_id, episode.seed, where, exc
+    )
+
+
+async def _call(
+    executor: concurrent.futures.Executor | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
+
+
+def _check_max_turns(max_turns: int | None) -> None:
+    if max_turns is not None and (
+        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+    ):
+        raise InvalidArgument(f"max_turns must be a positive int or None, got {max_turns!r}")
+
+
+def _record_step(episode: Episode, turn: Turn, step: tuple[Any, ...]) -> tuple[str, bool]:
+    """Record an ``env.step`` result on ``turn``/``episode``: ``(observation text, episode over)``."""
+    obs, reward, terminated, env_truncated, info = step
+    turn.reward = float(reward)
+    turn.info = dict(info) if isinstance(info, Mapping) else {}
+    turn.format_error = bool(turn.info.get("format_error", False))
+    episode.success = bool(turn.info.get("success", False))
+    if terminated:
+        episode.end_reason = "terminated"
+    elif env_truncated:
+        episode.end_reason = "env_truncated"
+    return _observation_text(obs), bool(terminated or env_truncated)
+
+
+def _check_options(layout: str, truncated_response: str) -> None:
+    if layout not in LAYOUTS:
+        raise InvalidArgument(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if truncated_response not in TRUNCATED_RESPONSE_POLICIES:
+        raise InvalidArgument(
+            f"truncated_response must be one of {TRUNCATED_RESPONSE_POLICIES}, got {truncated_response!r}"
+        )
+
+
+async def run_episode(
+    env: Env,
+    policy: Policy,
+    formatter: ChatFormatter,
+    *,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    sampling: SamplingParams | None = None,
+    layout: str = "packed",
+    truncated_response: str = "pass",
+    truncation_reward: float = -1.0,
+    generation_timeout: float | None = None,
+    env_id: str | None = None,
+    reset_options: dict[str, Any] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Episode:
+    """Play one episode of ``env`` with ``policy``; never raises for policy or env errors.
+
+    Each turn: the observation is formatted (see the layouts in `Turn`), the policy
+    generates a response, the response (decoded, special tokens skipped) goes to
+    ``env.step``. ``env.reset`` and ``env.step`` run in ``executor`` (the loop's default
+    thread pool when ``None``), so other episodes keep generating meanwhile.
+
+    Packed layout: the generated ids are appended exactly as generated; each new
+    observation is appended as the token delta between the text so far and the chat
+    template's rendering of the chat with the new user message and the generation
+    prompt. When the template does not reproduce the text so far (it rewrites earlier
+    turns, or does not render the response verbatim) the episode is flagged
+    (``template_rewrite``), a `TemplateRewriteWarning` is issued, and the turn starts a
+    new sample from the full rendering (the per-turn behaviour) — the policy is always
+    prompted with exactly the tokens stored in the sample.
+
+    Ends (``episode.end_reason``): the env terminates or truncates; ``max_turns``
+    turns were played; the next prompt plus ``sampling.max_new_tokens`` exceeds
+    ``formatter.max_context`` (``"context"``: the turn is not played); a truncated
+    response under ``truncated_response="penalize"``; or an error.
+
+    Args:
+        env: the env (not closed here).
+        policy: the model.
+        formatter: the chat formatter.
+        seed: passed to ``env.reset``.
+        max_turns: the engine's turn limit (``None``: the env's own limits only).
+        sampling: sampling parameters (default `SamplingParams()`); with a seed, turn
+            ``t`` uses ``derive_seed(sampling.seed, t)``.
+        layout: ``"packed"`` or ``"per_turn"``.
+        truncated_response: what to do with a response that hit ``max_new_tokens``
+            without a stop token (always flagged ``response_truncated``): ``"pass"`` it
+            to the env as it is, or ``"penalize"``: do not step the env, give the turn
+            ``truncation_reward`` and end the episode.
+        truncation_reward: the reward of a penalized truncated response.
+        generation_timeout: seconds one ``generate`` call may take (``None``: no limit).
+        env_id: the id recorded on the episode (default ``env.spec.id``).
+        reset_options: passed to ``env.reset``.
+        executor: where env calls run.
+
+    Returns:
+        The `Episode`.
+    """
+    _check_options(layout, truncated_response)
+    _check_max_turns(max_turns)
+    sampling = sampling or SamplingParams()
+    if env_id is None:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    episode = Episode(env_id=env_id, seed=seed, layout=layout)
+    conv = _Conversation(formatter, layout)
+    start = time.perf_counter()
+    generated = 0
+
+    try:
+        try:
+            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+        except Exception as exc:
+            _fail(episode, "env.reset", exc)
+            return episode
+        obs_text = _observation_text(obs)
+        while True:
+            if max_turns is not None and len(episode.turns) >= max_turns:
+                episode.end_reason = "max_turns"
+                break
+            try:
+                prompt_ids, starts = conv.add_observation(obs_text)
+            except Exception as exc:
+                _fail(episode, "formatter", exc)
+                break
+            if conv.rewrite_reason is not None:
+                episode.template_rewrite = True
+                warnings.warn(
+                    "packed layout: " + conv.rewrite_reason + "; the sample is restarted from "
+                    "the full rendering at this turn (episode.template_rewrite is set)",
+                    TemplateRewriteWarning,
+                    stacklevel=2,
+                )
+            if len(conv.prompt) + sampling.max_new_tokens > formatter.max_context:
+                episode.end_reason = "context"
+                break
+            turn_sampling = (
+                sampling
+                if sampling.seed is None
+                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
+            )
+            try:
+                coro = policy.generate(list(conv.prompt), turn_sampling)
+                if generation_timeout is not None:
+                    result = await asyncio.wait_for(coro, generation_timeout)
+                else:
+                    result = await coro
+                result = _check_result(result)
+            except asyncio.TimeoutError:
+                _fail(
+                    episode,
+                    "policy",
+                    PolicyError(f"generate() timed out after {generation_timeout} s"),
+                )
+                break
+            except Exception as exc:
+                _fail(episode, "policy", exc)
+                break
+            generated += len(result.token_ids)
+            truncated = result.finish_reason == "length"
+            _content, action = conv.add_response(list(result.token_ids))
+            turn = Turn(
+                prompt_ids=prompt_ids,
+                response_ids=list(result.token_ids),
+                response_logprobs=[float(x) for x in result.logprobs],
+                response_truncated=truncated,
+                starts_sample=starts,
+                observation=obs_text,
+                action=action,
+            )
+            episode.turns.append(turn)
+            if truncated and truncated_response == "penalize":
+                turn.reward = float(truncation_reward)
+                episode.end_reason = "response_truncated"
+                break
+            try:
+                obs_text, over = _record_step(
+                    episode, turn, await _call(executor, env.step, action)
+                )
+            except Exception as exc:
+                _fail(episode, "env.step", exc)
+                break
+            if over:
+                break
+        episode.final_observation = obs_text
+    finally:
+        episode.stats.update(
+            tokens_encoded=float(conv.encoded),
+            generated_tokens=float(generated),
+            wall_time_s=time.perf_counter() - start,
+        )
+    return episode
+
+
+async def run_chat_episode(
+    env: Env,
+    policy: ChatPolicy,
+    *,
+    system_prompt: str | None = None,
+    seed: int | None = None,
+    max_turns: int | None = None,
+    sampling: SamplingParams | None = None,
+    max_context: int | None = None,
+    truncated_response: str = "pass",
+    truncation_reward: float = -1.0,
+    generation_timeout: float | None = None,
+    env_id: str | None = None,
+    reset_options: dict[str, Any] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Episode:
+    """Play one episode at the text level (chat messages in, text out); never raises for policy or env errors.
+
+    The counterpart of `run_episode` for backends that take chat messages and return
+    text (``/v1/chat/completions``): no tokenizer, no token ids. Each turn the whole
+    conversation so far (`chat_messages`: optional system message, then the
+    observations as ``user`` and the replies as ``assistant`` messages) goes to
+    ``policy.chat``; the reply's text is the action sent to ``env.step`` (run in
+    ``executor``, off the event loop) and the assistant message of later turns.
+
+    Images: an observation ``{"text": ..., "images": [...]}`` with images becomes a
+    ``user`` message of content parts (text, then one ``image_url`` part per image as a
+    base64 ``data:`` URL; see `chat_content`); text observations stay plain strings.
+    Each image is encoded once, when its observation arrives, but — the API being
+    stateless — every later request of the episode re-sends it with the rest of the
+    history, so a multi-turn image episode sends (and the server re-reads) each image
+    once per remaining turn: about 4/3 of its size per request in base64. An image of a
+    type that cannot be sent ends the episode with an ``"observation: InvalidArgument:
+    ..."`` error. Only a summary is kept: ``turn.observation`` is the text, and
+    ``turn.info["observation_images"]`` lists one ``{"mime", "bytes", "width",
+    "height"}`` dict per image of that turn's observation (set only when it had images;
+    ``width``/``height`` are read from PNG headers, else ``None``). Images of the
+    final observation (never sent) are not encoded.
+
+    The episode's turns have empty token lists (``prompt_ids``, ``response_ids``,
+    ``response_logprobs``): it is for evaluation, not training. ``episode.layout`` is
+    ``"per_turn"`` (every request carries the whole conversation). ``episode.stats``
+    has ``requests``, ``wall_time_s``, — only when every reply reported ``usage`` —
+    ``prompt_tokens`` and ``generated_tokens`` (sums over the requests), and — only when
+    an observation had images — ``images_sent`` and ``image_bytes_sent`` (image parts
+    and their decoded bytes over all requests, re-sends included).
+
+    Ends (``episode.end_reason``) as `run_episode`, with the context budget checked
+    from the server's counts: ``"context"`` when the previous request's prompt plus
+    reply tokens plus ``sampling.max_new_tokens`` exceed ``max_context`` (a lower bound
+    of the next request, so an episode is never ended early; without ``usage`` there is
+    no client-side check), or when the server refuses a request as too long for its
+    context (`ContextLengthExceeded`).
+
+    Args:
+        env: the env (not closed here).
+        policy: a `ChatPolicy` (e.g. `gem_core.rl.policies.OpenAIChatPolicy`).
+        system_prompt: text of a leading ``system`` message, or ``None``.
+        seed, max_turns, sampling, truncated_response, truncation_reward,
+            generation_timeout, env_id, reset_options, executor: as in `run_episode`.
+        max_context: the token budget (see above); ``None``: none.
+
+    Returns:
+        The `Episode`.
+    """
+    _check_options("per_turn", truncated_response)
+    _check_max_turns(max_turns)
+    sampling = sampling or SamplingParams()
+    if env_id is None:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    episode = Episode(env_id=env_id, seed=seed, layout="per_turn")
+    contents: list[str | list[dict[str, Any]]] = []  # the user messages' contents
+    replies: list[str] = []
+    usage: list[tuple[int | None, int | None]] = []
+    image_bytes: list[int] = []  # decoded size of each image in the history
+    images_sent = bytes_sent = 0
+    start = time.perf_counter()
+
+    try:
+        try:
+            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+        except Exception as exc:
+            _fail(episode, "env.reset", exc)
+            return episode
+        obs_text = _observation_text(obs)
+        while True:
+            if max_turns is not None and len(episode.turns) >= max_turns:
+                episode.end_reason = "max_turns"
+                break
+            if max_context is not None and usage:
+                last_prompt, last_reply = usage[-1]
+                if (
+                    last_prompt is not None
+                    and last_reply is not None
+                    and last_prompt + last_reply + sampling.max_new_tokens > max_context
+                ):
+                    episode.end_reason = "context"
+                    break
+            try:
+                content, obs_images = _content_and_images(obs)
+            except Exception as exc:
+                _fail(episode, "observation", exc)
+                break
+            contents.append(content)
+            image_bytes.extend(im["bytes"] for im in obs_images)
+            images_sent += len(image_bytes)
+            bytes_sent += sum(image_bytes)
+            turn_sampling = (
+                sampling
+                if sampling.seed is None
+                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
+            )
+            try:
+                messages = chat_messages(contents, replies, system_prompt=system_prompt)
+                coro = policy.chat(messages, turn_sampling)
+                if generation_timeout is not None:
+                    result = await asyncio.wait_for(coro, generation_timeout)
+                else:
+                    result = await coro
+                result = _check_chat_result(result)
+            except ContextLengthExceeded as exc:
+                episode.end_reason = "context"
+                logger.warning("episode %s (seed %s) ended: %s", env_id, seed, exc)
+                break
+            except asyncio.TimeoutError:
+                _fail(
+                    episode, "policy", PolicyError(f"chat() timed out after {generation_timeout} s")
+                )
+                break
+            except Exception as exc:
+                _fail(episode, "policy", exc)
+                break
+            usage.append((result.prompt_tokens, result.completion_tokens))
+            replies.append(result.text)
+            truncated = result.finish_reason == "length"
+            turn = Turn(
+                prompt_ids=[],
+                response_ids=[],
+                response_logprobs=[],
+                response_truncated=truncated,
+                starts_sample=True,
+                observation=obs_text,
+                action=result.text,
+            )
+            if obs_images:
+                turn.info["observation_images"] = obs_images
+            episode.turns.append(turn)
+            if truncated and truncated_response == "penalize":
+                turn.reward = float(truncation_reward)
+                episode.end_reason = "response_truncated"
+                break
+            try:
+                step = await _call(executor, env.step, result.text)
+                obs_text, over = _record_step(episode, turn, step)
+                obs = step[0]
+            except Exception as exc:
+                _fail(episode, "env.step", exc)
+                break
+            finally:
+                if obs_images:
+                    turn.info["observation_images"] = obs_images
+            if over:
+                break
+        episode.final_observation = obs_text
+    finally:
+        episode.stats.update(requests=float(len(usage)), wall_time_s=time.perf_counter() - start)
+        if image_bytes:
+            episode.stats["images_sent"] = float(images_sent)
+            episode.stats["image_bytes_sent"] = float(bytes_sent)
+        if all(p is not None and c is not None for p, c in usage):
+            episode.stats["prompt_tokens"] = float(sum(p or 0 for p, _ in usage))
+            episode.stats["generated_tokens"] = float(sum(c or 0 for _, c in usage))
+    return episode
