@@ -14,7 +14,8 @@ episodes; a *transition* is one (episode, turn) pair.
 - `reinforce`: ``A = G`` or ``A = G - mean(G)`` (``baseline="mean"``).
 - `gae`: generalized advantage estimation for critic-based PPO.
 
-`compute_advantages` turns a batch of `Episode` objects into per-turn advantages.
+`compute_advantages` turns a batch of `Episode` objects into per-turn advantages;
+`per_turn_advantages` does the same from plain per-turn reward arrays.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "reinforce",
     "gae",
     "compute_advantages",
+    "per_turn_advantages",
 ]
 
 ESTIMATORS = ("rebn", "grpo", "dr_grpo", "rloo", "reinforce")
@@ -269,6 +271,66 @@ def gae(
     return adv, adv + v
 
 
+def per_turn_advantages(
+    rewards_per_episode: Sequence[Sequence[float] | np.ndarray],
+    estimator: str = "rebn",
+    *,
+    gamma: float = 1.0,
+    group_ids: Sequence[Hashable] | None = None,
+    eps: float | None = None,
+    baseline: str = "none",
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    r"""Per-turn advantages and discounted returns from per-turn rewards (no `Episode` needed).
+
+    The estimators of `compute_advantages`, over plain reward arrays: the adapter kit
+    (`gem_core.rl.packing`) calls it with the turns it reads from a trainer's token rows.
+
+    Args:
+        rewards_per_episode: one sequence of per-turn rewards per episode; every episode
+            enters the batch statistics (leave out rows without turns).
+        estimator: one of `ESTIMATORS`.
+        gamma: discount factor for the returns.
+        group_ids: one group id per episode; required by ``"grpo"``, ``"dr_grpo"`` and
+            ``"rloo"``.
+        eps: std offset (default 1e-8 for ReBN, 1e-6 for GRPO).
+        baseline: for ``"reinforce"`` only (``"none"`` or ``"mean"``).
+
+    Returns:
+        ``(advantages, returns)``: two lists with one float64 array per episode, aligned
+        with its rewards; ``returns`` are the discounted per-turn returns ``G_t``.
+    """
+    returns = discounted_returns(rewards_per_episode, gamma)
+    lengths = [len(r) for r in returns]
+    flat = np.concatenate(returns) if returns else np.zeros(0)
+
+    def split(values: np.ndarray) -> list[np.ndarray]:
+        return [np.asarray(a) for a in np.split(values, np.cumsum(lengths)[:-1])] if lengths else []
+
+    if estimator == "rebn":
+        return split(rebn(flat, eps=1e-8 if eps is None else eps)), returns
+    if estimator == "reinforce":
+        return split(reinforce(flat, baseline=baseline)), returns
+    if estimator in ("grpo", "dr_grpo", "rloo"):
+        if group_ids is None:
+            raise InvalidArgument(
+                f"estimator {estimator!r} needs group_ids (one per episode: episodes of the "
+                "same task share an id)"
+            )
+        ep_returns = np.array([r[0] if r.size else 0.0 for r in returns], dtype=np.float64)
+        if estimator == "grpo":
+            per_ep = grpo(ep_returns, group_ids, eps=1e-6 if eps is None else eps)
+        elif estimator == "dr_grpo":
+            per_ep = dr_grpo(ep_returns, group_ids)
+        else:
+            per_ep = rloo(ep_returns, group_ids)
+        advantages = [np.full(n, a, dtype=np.float64) for n, a in zip(lengths, per_ep, strict=True)]
+        return advantages, returns
+    raise InvalidArgument(
+        f"unknown estimator {estimator!r}: expected one of {', '.join(ESTIMATORS)} "
+        "(GAE needs critic values: call gem_core.rl.advantages.gae per episode)"
+    )
+
+
 def compute_advantages(
     episodes: Sequence[Episode],
     estimator: str = "rebn",
@@ -303,32 +365,16 @@ def compute_advantages(
     Returns:
         One float64 array per episode, aligned with ``episode.turns``.
     """
-    rewards = [ep.rewards() for ep in episodes]
-    returns = discounted_returns(rewards, gamma)
-    lengths = [len(r) for r in returns]
-    flat = np.concatenate(returns) if returns else np.zeros(0)
-
-    def split(values: np.ndarray) -> list[np.ndarray]:
-        return [np.asarray(a) for a in np.split(values, np.cumsum(lengths)[:-1])] if lengths else []
-
-    if estimator == "rebn":
-        return split(rebn(flat, eps=1e-8 if eps is None else eps))
-    if estimator == "reinforce":
-        return split(reinforce(flat, baseline=baseline))
-    if estimator in ("grpo", "dr_grpo", "rloo"):
-        if group_ids is None:
-            group_ids = [
-                ep.group_id if ep.group_id is not None else (ep.env_id, ep.seed) for ep in episodes
-            ]
-        ep_returns = np.array([r[0] if r.size else 0.0 for r in returns], dtype=np.float64)
-        if estimator == "grpo":
-            per_ep = grpo(ep_returns, group_ids, eps=1e-6 if eps is None else eps)
-        elif estimator == "dr_grpo":
-            per_ep = dr_grpo(ep_returns, group_ids)
-        else:
-            per_ep = rloo(ep_returns, group_ids)
-        return [np.full(n, a, dtype=np.float64) for n, a in zip(lengths, per_ep, strict=True)]
-    raise InvalidArgument(
-        f"unknown estimator {estimator!r}: expected one of {', '.join(ESTIMATORS)} "
-        "(GAE needs critic values: call gem_core.rl.advantages.gae per episode)"
+    if group_ids is None and estimator in ("grpo", "dr_grpo", "rloo"):
+        group_ids = [
+            ep.group_id if ep.group_id is not None else (ep.env_id, ep.seed) for ep in episodes
+        ]
+    advantages, _ = per_turn_advantages(
+        [ep.rewards() for ep in episodes],
+        estimator,
+        gamma=gamma,
+        group_ids=group_ids,
+        eps=eps,
+        baseline=baseline,
     )
+    return advantages
