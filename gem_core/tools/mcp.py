@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from gem_core.errors import DependencyNotInstalled, Error
+from gem_core.tools._text import JSONLimitError, loads_bounded
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["MCPTool", "MCPConnectionError"]
@@ -621,7 +622,9 @@ def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | Non
         if not raw:
             return name, {}, None
         try:
-            arguments = json.loads(raw)
+            arguments = loads_bounded(raw)
+        except JSONLimitError as exc:
+            return name, None, f"the arguments are refused: {exc}"
         except json.JSONDecodeError as exc:
             return name, None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})"
         if not isinstance(arguments, dict):
@@ -632,7 +635,9 @@ def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | Non
             )
         return name, arguments, None
     try:
-        obj = json.loads(text)
+        obj = loads_bounded(text)
+    except JSONLimitError as exc:
+        return None, None, str(exc)
     except json.JSONDecodeError as exc:
         return None, None, f"invalid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(obj, dict):
@@ -643,7 +648,9 @@ def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | Non
     arguments = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(arguments, str):  # some templates emit the arguments as a JSON string
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = loads_bounded(arguments) if arguments.strip() else {}
+        except JSONLimitError as exc:
+            return name, None, f'"arguments" is a string whose JSON is refused: {exc}'
         except json.JSONDecodeError as exc:
             return name, None, f'"arguments" is a string but not valid JSON ({exc.msg})'
     if arguments is None:

@@ -29,6 +29,18 @@ class ToolEnvWrapper(Wrapper):
     at most ``max_tool_uses + max_refusals`` tool-call turns besides its task turns and
     always ends when the task env ends.
 
+    Malformed and hostile calls: what a tool cannot read is that tool's business — the
+    shipped tools parse any string in linear time and turn a malformed call (bad JSON,
+    JSON nested deeper than 64 levels or longer than 1 MB, an empty block ...) into an
+    error observation from `Tool.execute`. A tool whose `parse` or `execute` raises
+    anyway (e.g. a user's own tool) does not crash `step`: the turn is a failed tool call
+    (``tool_error=True``, reward ``tool_error_reward``, counted against
+    ``max_tool_uses``) whose observation is ``"Tool 'NAME' could not read the action:
+    TYPE: MESSAGE"`` (parse) or ``"Tool 'NAME' failed: TYPE: MESSAGE"`` (execute), the
+    message clipped to 1,000 characters, with ``tool_info = {"exception": TYPE,
+    "stage": "parse" | "execute"}``. A raising parse stops the search: later tools are
+    not tried on that action.
+
     Observation: at reset, the task's observation followed by the tools' instructions
     (appended to ``obs["text"]`` when the observation is a dict with text).
 
@@ -157,23 +169,26 @@ class ToolEnvWrapper(Wrapper):
         )
         return obs, reward, terminated, truncated, info
 
-    def _find_call(self, action: str) -> tuple[Tool, ToolCall] | None:
+    def _find_call(self, action: str) -> tuple[Tool, ToolCall | Exception] | None:
+        """The first tool that finds a call, with the call, or with what its parse raised."""
         for tool in self.tools:
-            call = tool.parse(action)
+            try:
+                call = tool.parse(action)
+            except Exception as exc:  # noqa: BLE001 - a parser bug is the tool's error turn
+                return tool, exc
             if call is not None:
                 return tool, call
         return None
 
-    def _run_tool(self, tool: Tool, call: ToolCall):
+    def _run_tool(self, tool: Tool, call: ToolCall | Exception):
         self.tool_uses += 1
-        try:
-            result = tool.execute(call)
-        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the rollout
-            result = ToolResult(
-                f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}",
-                error=True,
-                info={"exception": type(exc).__name__},
-            )
+        if isinstance(call, Exception):
+            result = _exception_result(tool, "could not read the action", call, "parse")
+        else:
+            try:
+                result = tool.execute(call)
+            except Exception as exc:  # noqa: BLE001 - a tool bug must not end the rollout
+                result = _exception_result(tool, "failed", exc, "execute")
         obs = result.observation
         if self.tool_uses >= self.max_tool_uses:
             obs = f"{obs}\n\n{self.LIMIT_MESSAGE.format(limit=self.max_tool_uses)}"
@@ -198,3 +213,21 @@ class ToolEnvWrapper(Wrapper):
         self.env.close()
         if error is not None:
             raise error
+
+
+_MAX_EXCEPTION_CHARS = 1_000
+
+
+def _exception_result(tool: Tool, what: str, exc: Exception, stage: str) -> ToolResult:
+    """The error observation for a tool method that raised (its message clipped)."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not escape either
+        message = "(the exception's message could not be rendered)"
+    if len(message) > _MAX_EXCEPTION_CHARS:
+        message = message[:_MAX_EXCEPTION_CHARS] + f"... [{len(message) - _MAX_EXCEPTION_CHARS} characters truncated]"
+    return ToolResult(
+        f"Tool {tool.name!r} {what}: {type(exc).__name__}: {message}",
+        error=True,
+        info={"exception": type(exc).__name__, "stage": stage},
+    )

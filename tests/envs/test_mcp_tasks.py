@@ -241,6 +241,43 @@ def test_server_rules_reach_the_agent_as_error_observations(env):
         assert (reward, terminated, truncated) == (0.0, False, False)
 
 
+def test_deeply_nested_tool_calls_are_error_observations(env):
+    """Regression: ~100k nested brackets in a tool call raised RecursionError out of step."""
+    env.reset(seed=0, options={"task": "OrderTotal"})
+    for action in [
+        "<tool_call>" + "[" * 100_000 + "</tool_call>",
+        '<tool_call>{"name": "query", "arguments": {"sql": ' + "[" * 100_000,
+        "<tool_call><tool_name>query</tool_name><arguments>" + "{" * 100_000 + "</arguments>",
+    ]:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert obs.startswith("MCP error: could not read the tool call: "), obs[:200]
+        assert "levels deep; at most 64 levels are allowed" in obs, obs[:200]
+        assert info["use_tool"] and info["tool_error"]
+        assert (reward, terminated, truncated) == (0.0, False, False)
+    obs, *_ = env.step(tool_call("query", sql="SELECT COUNT(*) AS n FROM orders"))
+    assert obs == "n\n36\n(1 row)"  # the server is still fine
+
+
+@pytest.mark.parametrize("stage", ["parse", "execute"])
+def test_a_tool_that_raises_is_an_error_observation(env, monkeypatch, stage):
+    """Regression: MCPTaskEnv called tool.parse/execute unguarded (the Tool contract says
+    they never raise, but a subclass or a bug may)."""
+    env.reset(seed=0, options={"task": "OrderTotal"})
+    tool = env.unwrapped.tool
+
+    def boom(*_):
+        raise RuntimeError(f"{stage} bug")
+
+    monkeypatch.setattr(tool, stage, boom)
+    obs, reward, terminated, truncated, info = env.step(tool_call("list_tables"))
+    assert obs == f"MCP error: the tool call failed: RuntimeError: {stage} bug"
+    assert info["use_tool"] and info["tool_error"] and info["turn"] == 1
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    monkeypatch.undo()
+    obs, *_ = env.step(tool_call("query", sql="SELECT COUNT(*) AS n FROM orders"))
+    assert obs == "n\n36\n(1 row)"
+
+
 def test_a_killed_server_is_restarted_on_the_same_episode_database(env):
     env.reset(seed=0, options={"task": "Restock"})
     env.step(tool_call("update_stock", sku="GD-303", quantity=77))

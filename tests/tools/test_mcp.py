@@ -208,6 +208,69 @@ def test_malformed_calls_parse_with_an_error(offline_tool, action, error):
     assert error in result.observation
 
 
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "<tool_call>" + "[" * DEEP + "</tool_call>",
+        "<tool_call>" + "[" * DEEP,  # cut at the stop string
+        '<tool_call>{"name": "add", "arguments": ' + '{"a": ' * DEEP + "1</tool_call>",
+        # arguments sent as a JSON-encoded string that nests deep once decoded
+        '<tool_call>{"name": "add", "arguments": "' + "[" * DEEP + '"}</tool_call>',
+        "<tool_call><tool_name>add</tool_name><arguments>"
+        + '{"a": [' * DEEP
+        + "</arguments></tool_call>",
+    ],
+    ids=["array", "unclosed", "arguments", "string-arguments", "xml-arguments"],
+)
+def test_deeply_nested_json_is_an_error_observation_not_a_crash(offline_tool, action):
+    """Regression: ~100k nested brackets made parse raise RecursionError out of env.step."""
+    parsed = offline_tool.parse(action)
+    assert parsed is not None
+    assert "levels deep; at most 64 levels are allowed" in parsed.payload["error"]
+    result = offline_tool.execute(parsed)  # a malformed call never reaches the server
+    assert result.error and result.info == {"reason": "bad_call"}
+    assert result.observation.startswith("MCP error: could not read the tool call: ")
+    assert "levels deep" in result.observation
+
+
+def test_json_within_the_limits_still_parses(offline_tool):
+    nested = '{"a": ' * 63 + "1" + "}" * 63  # 63 levels + the call object = 64
+    parsed = offline_tool.parse('<tool_call>{"name": "add", "arguments": ' + nested + "}</tool_call>")
+    assert parsed.payload["error"] is None and parsed.payload["name"] == "add"
+    text = "[{" * 5000 + '\\"]\\'  # brackets, escaped quotes and backslashes in a string
+    parsed = offline_tool.parse(
+        "<tool_call>" + json.dumps({"name": "echo", "arguments": {"text": text}}) + "</tool_call>"
+    )
+    assert parsed.payload["error"] is None and parsed.payload["arguments"] == {"text": text}
+
+
+def test_oversized_json_is_refused_before_decoding(offline_tool):
+    big = '<tool_call>{"name": "echo", "arguments": {"text": "' + "x" * 1_000_000 + '"}}</tool_call>'
+    parsed = offline_tool.parse(big)
+    assert "characters; at most 1000000 are allowed" in parsed.payload["error"]
+
+
+def test_deep_call_through_the_wrapper_is_a_tool_error_turn(offline_tool, monkeypatch):
+    from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
+
+    monkeypatch.setattr(offline_tool, "instruction", lambda: "")  # no server to list tools
+    env = ToolEnvWrapper(
+        GuessTheNumberEnv(min_number=1, max_number=10), [offline_tool], close_tools=False
+    )
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("<tool_call>" + "[" * DEEP)
+    assert obs.startswith("MCP error: could not read the tool call: the JSON nests")
+    assert info["use_tool"] and info["tool_error"] and (reward, terminated, truncated) == (
+        0.0,
+        False,
+        False,
+    )
+    assert env.unwrapped.turn == 0
+
+
 def test_no_tag_is_no_call(offline_tool):
     for action in ["", "plain answer \\boxed{3}", '{"name": "add"}', None, 5]:
         assert offline_tool.parse(action) is None  # type: ignore[arg-type]

@@ -129,6 +129,68 @@ def test_a_tool_that_raises_becomes_an_error_observation():
     assert info["tool_error"] is True and not terminated and reward == 0.0
 
 
+class BrokenParseTool(Tool):
+    """A user's tool whose parse raises (the contract says it must not; the wrapper copes)."""
+
+    name = "broken"
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+        self.executed = 0
+
+    def parse(self, action: str) -> ToolCall | None:
+        if "call" in action:
+            raise self.exc
+        return None
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        self.executed += 1
+        return ToolResult("ran")
+
+
+@pytest.mark.parametrize(
+    ("exc", "text"),
+    [
+        (ValueError("parser bug"), "ValueError: parser bug"),
+        (RecursionError("maximum recursion depth exceeded"), "RecursionError: maximum recursion"),
+    ],
+)
+def test_a_parse_that_raises_is_a_tool_error_turn(exc, text):
+    """Regression: ToolEnvWrapper called tool.parse unguarded, so a raising parse crashed step."""
+    tool = BrokenParseTool(exc)
+    game = GuessTheNumberEnv(min_number=1, max_number=10, max_turns=3)
+    env = ToolEnvWrapper(
+        game, [tool, TagTool("a")], max_tool_uses=1, max_refusals=1, tool_error_reward=-0.5
+    )
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("please call <a>x</a>")
+    assert obs == (
+        f"Tool 'broken' could not read the action: {type(exc).__name__}: {exc}\n\n"
+        + ToolEnvWrapper.LIMIT_MESSAGE.format(limit=1)
+    )
+    assert text in obs
+    assert (reward, terminated, truncated) == (-0.5, False, False)
+    assert info["use_tool"] is True and info["tool_error"] is True and info["tool_name"] == "broken"
+    assert info["tool_uses"] == 1
+    assert info["tool_info"] == {"exception": type(exc).__name__, "stage": "parse"}
+    assert tool.executed == 0 and game.turn == 0
+    # It counts as a tool use, so the limit still bounds the episode: a refusal, then the task.
+    obs, *_, info = env.step("call again")
+    assert info["tool_refused"] is True and info["tool_name"] == "broken"
+    *_, info = env.step("call once more")
+    assert game.turn == 1 and info["use_tool"] is False and info["tool_name"] == "broken"
+
+
+def test_a_huge_parse_error_message_is_clipped():
+    env = ToolEnvWrapper(
+        GuessTheNumberEnv(min_number=1, max_number=10), [BrokenParseTool(ValueError("x" * 100_000))]
+    )
+    env.reset(seed=0)
+    obs, *_ = env.step("call")
+    assert obs.startswith("Tool 'broken' could not read the action: ValueError: xxx")
+    assert len(obs) < 2_000 and "[99000 characters truncated]" in obs
+
+
 def test_tool_reward_defaults_to_zero():
     env, *_ = make_env()
     env.reset(seed=0)

@@ -52,6 +52,17 @@ def extract_answer(text: str) -> str | None:
     return answer.strip() if answer is not None else None
 
 
+def _tool_failure(exc: Exception) -> str:
+    """The observation of a tool call whose parse or execute raised (message clipped)."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not escape either
+        message = "(no message)"
+    if len(message) > 1_000:
+        message = message[:1_000] + f"... [{len(message) - 1_000} characters truncated]"
+    return f"MCP error: the tool call failed: {type(exc).__name__}: {message}"
+
+
 def _readonly_uri(path: str) -> str:
     return "file:" + urllib.parse.quote(path) + "?mode=ro"
 
@@ -228,12 +239,18 @@ class MCPTaskEnv(Env[str, str]):
             "use_tool": False,
             "tool_error": False,
         }
-        call = self.tool.parse(action) if isinstance(action, str) else None
-        if call is not None:
-            result = self.tool.execute(call)
-            payload = call.payload if isinstance(call.payload, dict) else {}
-            info.update(use_tool=True, tool_error=bool(result.error), tool_name=payload.get("name"))
-            return self._end_turn(result.observation, 0.0, False, info)
+        try:
+            call = self.tool.parse(action) if isinstance(action, str) else None
+            if call is not None:
+                result = self.tool.execute(call)
+                payload = call.payload if isinstance(call.payload, dict) else {}
+                info.update(
+                    use_tool=True, tool_error=bool(result.error), tool_name=payload.get("name")
+                )
+                return self._end_turn(result.observation, 0.0, False, info)
+        except Exception as exc:  # noqa: BLE001 - the Tool contract says never; do not crash
+            info.update(use_tool=True, tool_error=True, tool_name=None)
+            return self._end_turn(_tool_failure(exc), 0.0, False, info)
         answer = extract_answer(action) if isinstance(action, str) else None
         if answer is None:
             info.update(format_error=True, invalid_action=True)
