@@ -8,7 +8,9 @@
 # Protocol (fds 0 and 1 of this process, moved aside at start): frames of a 4-byte
 # big-endian length followed by UTF-8 JSON. The first frame sent is {"ready": true, ...};
 # then each request {"code", "prelude", "stdin", "timeout", "cpu_s"} is answered by one
-# result frame {"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_s"}.
+# result frame {"stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_s"},
+# and, once the zygote has cleaned up after the run (off the critical path), by an idle
+# frame {"idle": true} (or {"idle": false, "why": ...}: the host replaces this worker).
 #
 # Per execution: a fork; the child starts a new session, drops to a dedicated uid when
 # the zygote is root (``drop_uid``), sets rlimits, gets a fresh work dir, a scrubbed
@@ -24,8 +26,8 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
+import stat
 import struct
 import sys
 import time
@@ -60,6 +62,153 @@ def _write_frame(fd, obj):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_dir(name, dir_fd):
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:  # a directory the run made unreadable (levels without root)
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _unlink_all(fd, dev):
+    """Unlink every non-directory in the directory open as ``fd``.
+
+    Returns ``(subdirectories on the same file system, whether all else went)``.
+    """
+    subdirs, ok = [], True
+    for attempt in (0, 1):
+        retry = False
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.stat(follow_symlinks=False).st_dev == dev:
+                            if not attempt:
+                                subdirs.append(entry.name)
+                        else:
+                            ok = False  # a mount point: never descend into it
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                except PermissionError:
+                    retry = True
+                except OSError:
+                    ok = False
+        if not retry or attempt:
+            return subdirs, ok and not retry
+        try:
+            os.chmod(fd, 0o700)  # a directory the run made read-only (levels without root)
+        except OSError:
+            return subdirs, False
+    return subdirs, ok
+
+
+def remove_tree(parent_fd, name, dev=None):
+    """Delete ``name`` (in the directory open as ``parent_fd``) and everything below it.
+
+    Iterative, one directory fd at a time (no recursion, no path-length limit), so a tree
+    of any depth goes; it never descends into another file system (a bind mount) and
+    stops, rather than delete elsewhere, if the tree moves while it works. Returns whether
+    everything went. Never raises ``OSError``.
+    """
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=parent_fd)
+            return True
+        if dev is None:
+            dev = st.st_dev
+        if st.st_dev != dev:
+            return False
+        fd = _open_dir(name, parent_fd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    ok = True
+    # One entry per level: [name in its parent, (dev, inode), subdirectories left or None].
+    stack = [[name, (st.st_dev, st.st_ino), None]]
+    try:
+        while stack:
+            top = stack[-1]
+            if top[2] is None:
+                top[2], emptied = _unlink_all(fd, dev)
+                ok = ok and emptied
+            if top[2]:
+                child = top[2].pop()
+                try:
+                    child_fd = _open_dir(child, fd)
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    ok = False
+                    continue
+                cst = os.fstat(child_fd)
+                if cst.st_dev != dev:
+                    os.close(child_fd)
+                    ok = False
+                    continue
+                os.close(fd)
+                fd = child_fd
+                stack.append([child, (cst.st_dev, cst.st_ino), None])
+                continue
+            stack.pop()
+            if stack:
+                up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = up
+                ust = os.fstat(fd)
+                if (ust.st_dev, ust.st_ino) != stack[-1][1]:
+                    return False  # moved under us: stop here
+                where = fd
+            else:
+                where = parent_fd
+            try:
+                os.rmdir(top[0], dir_fd=where)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                ok = False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return ok
+
+
+def remove_path(path):
+    """`remove_tree` by path (its parent must exist); ``True`` when nothing is left."""
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        fd = os.open(parent, _DIR_FLAGS)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        return remove_tree(fd, name)
+    finally:
+        os.close(fd)
+
+
+def _mount_points():
+    """Mount points of our mount namespace (``/proc/self/mountinfo``, octal escapes undone)."""
+    points = set()
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4:
+                    points.add(fields[4].decode("unicode_escape").encode("latin-1").decode(errors="replace"))
+    except OSError:
+        pass
+    return points
 
 
 class _Capture:
@@ -120,6 +269,7 @@ class Zygote:
         self.env = dict(config["env"])
         self.limits = config["limits"]
         self.spare = None
+        self.keep = self._keep_sets()
 
     # ------------------------------------------------------------------ child side
 
@@ -260,22 +410,59 @@ class Zygote:
                 return
             time.sleep(0.002)
 
-    def _cleanup_files(self, workdir):
-        shutil.rmtree(workdir, ignore_errors=True)
-        for directory in self.clean_dirs:  # private tmpfs dirs (bubblewrap): wipe them whole
-            try:
-                names = os.listdir(directory)
-            except OSError:
-                continue
-            for name in names:
+    def _keep_sets(self):
+        """For each dir to wipe: the mount points below it and the directories leading to them.
+
+        Bubblewrap binds e.g. a venv under ``/tmp`` inside our private ``/tmp``; the wipe
+        must neither descend into such a mount nor count the directories holding it as
+        leftovers.
+        """
+        keep = {}
+        points = _mount_points()
+        for directory in self.clean_dirs:
+            mounts = {p for p in points if p.startswith(directory.rstrip("/") + "/")}
+            parents = set()
+            for p in mounts:
+                parent = os.path.dirname(p)
+                while len(parent) > len(directory):
+                    parents.add(parent)
+                    parent = os.path.dirname(parent)
+            keep[directory] = (mounts, parents)
+        return keep
+
+    def _wipe(self, directory, mounts, parents):
+        """Empty ``directory`` except for mounts; ``True`` when nothing else is left."""
+        try:
+            fd = os.open(directory, _DIR_FLAGS)
+        except OSError:
+            return not os.path.lexists(directory)
+        ok = True
+        try:
+            dev = os.fstat(fd).st_dev
+            for name in os.listdir(fd):
                 path = os.path.join(directory, name)
-                try:
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        os.unlink(path)
-                except OSError:
-                    pass
+                if path in mounts:
+                    continue
+                if path in parents:
+                    ok = self._wipe(path, mounts, parents) and ok
+                else:
+                    ok = remove_tree(fd, name, dev) and ok
+        except OSError:
+            ok = False
+        finally:
+            os.close(fd)
+        return ok
+
+    def _cleanup_files(self, workdir):
+        """Remove the run's work dir and wipe the private dirs; ``None`` or what is left."""
+        left = []
+        if not remove_path(workdir):
+            left.append(workdir)
+        for directory in self.clean_dirs:
+            mounts, parents = self.keep.get(directory, ((), ()))
+            if not self._wipe(directory, mounts, parents):
+                left.append(directory)
+        return f"could not remove everything in {', '.join(left)}" if left else None
 
     def _prepare(self):
         """Fork the spare child that will run the next request (off the critical path)."""
@@ -316,7 +503,7 @@ class Zygote:
         for key in ("in_w", "out_r", "err_r", "ctrl_w", "pidfd"):
             if spare[key] is not None:
                 os.close(spare[key])
-        shutil.rmtree(spare["workdir"], ignore_errors=True)
+        remove_path(spare["workdir"])
 
     def run(self, req):
         """Run one request in the spare child; return (reply, cleanup state)."""
@@ -423,10 +610,19 @@ class Zygote:
         return reply, workdir
 
     def after(self, workdir):
-        """Between requests: reap, wipe files, fork the next spare."""
-        self._reap(time.monotonic() + 1.0)
-        self._cleanup_files(workdir)
-        self._prepare()
+        """Between requests: reap, wipe files, fork the next spare.
+
+        Returns ``None`` when the worker is clean and ready, else why it is not (the host
+        then replaces it). Never raises: nothing a run leaves behind may kill the worker.
+        """
+        try:
+            self._reap(time.monotonic() + 1.0)
+            dirty = self._cleanup_files(workdir)
+            if dirty is None:
+                self._prepare()
+            return dirty
+        except BaseException as e:  # RecursionError, MemoryError, ...: retire, never die here
+            return f"cleanup failed: {type(e).__name__}: {e}"
 
     def serve(self):
         self._prepare()
@@ -442,8 +638,11 @@ class Zygote:
             except Exception as e:  # a zygote bug: report it rather than dying silently
                 reply = {"error": f"{type(e).__name__}: {e}"}
             _write_frame(self.proto_out, reply)  # answer first, tidy up while the host works
-            if workdir is not None:
-                self.after(workdir)
+            if workdir is None:
+                continue  # the host replaces a worker that reported an error
+            why = self.after(workdir)
+            # The host starts the next run's deadline only once it has read this frame.
+            _write_frame(self.proto_out, {"idle": True} if why is None else {"idle": False, "why": why})
 
     def preload(self):
         import importlib

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
+from gem_core.sandbox._server import remove_path
 
 __all__ = [
     "Sandbox",
@@ -46,6 +47,7 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 _HEADER = struct.Struct(">I")
 _MAX_REPLY_BYTES = 64 << 20  # a reply larger than this is a protocol error (caps are far lower)
 _GRACE_S = 2.0  # how long past its own deadline a zygote may take to answer before it is killed
+_CLEANUP_S = 30.0  # how long a zygote may take to tidy up after a run before it is replaced
 _SERVER_SOURCE = (Path(__file__).with_name("_server.py")).read_text()
 # Threads of numeric libraries must not start in the zygote: it forks, and a fork copies
 # locks held by other threads.
@@ -307,6 +309,7 @@ class _Worker:
         self.slot = slot
         self.proc: subprocess.Popen | None = None
         self.stderr_file: Any = None
+        self.cleaning = False  # the zygote is tidying up after a run; an idle frame follows
 
     @property
     def alive(self) -> bool:
@@ -317,6 +320,12 @@ class _Worker:
         config = dict(pool._zygote_config)
         if pool._drop_uid_base is not None:
             config["drop_uid"] = pool._drop_uid_base + self.slot
+        if pool._base_dir is not None:  # each slot wipes a dir of its own after each run
+            slot_dir = os.path.join(pool._base_dir, f"slot-{self.slot}")
+            os.makedirs(slot_dir, exist_ok=True)
+            os.chmod(slot_dir, 0o1777 if os.geteuid() == 0 else 0o700)
+            config["base_dir"] = slot_dir
+            config["clean_dirs"] = [slot_dir]
         cmd = [*pool._prefix, sys.executable, "-I", "-c", _SERVER_SOURCE, json.dumps(config)]
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = _spawn(
@@ -335,6 +344,23 @@ class _Worker:
                 + " Try Sandbox(isolation='rlimits') to check whether the isolation layer is the cause."
             )
         self.preloaded = reply.get("preloaded", [])
+        self.cleaning = False
+
+    def wait_idle(self) -> None:
+        """Wait until the zygote has tidied up after its last run; replace it if it cannot.
+
+        A run's deadline starts after this, so a slow cleanup never eats into it.
+        """
+        if not self.cleaning:
+            return
+        self.cleaning = False
+        try:
+            frame = self._read_frame(time.monotonic() + _CLEANUP_S)
+        except (TimeoutError, OSError, ValueError):
+            frame = None
+        if not (isinstance(frame, dict) and frame.get("idle") is True):
+            self.kill()  # it could not clean up (or hung doing so): a fresh one takes over
+            self.start()
 
     def _stderr_tail(self) -> str:
         try:
@@ -389,7 +415,12 @@ class _Worker:
         if size > _MAX_REPLY_BYTES:
             raise ValueError(f"reply of {size} bytes exceeds the {_MAX_REPLY_BYTES}-byte limit")
         body = self._read_exact(size, deadline)
-        return None if body is None else json.loads(body)
+        if body is None:
+            return None
+        try:
+            return json.loads(body)
+        except RecursionError:  # nested past the decoder's limit: no reply of ours is
+            raise ValueError("reply nested too deeply") from None
 
     def execute(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
         """Send one request; return the zygote's reply or ``{"sandbox_error": why}``."""
@@ -406,11 +437,25 @@ class _Worker:
         except (OSError, ValueError) as e:
             self.kill()
             return {"sandbox_error": f"the sandbox worker broke the protocol ({e}); it was replaced"}
-        if reply is None or not isinstance(reply, dict) or "error" in reply:
-            why = "died" if reply is None else f"failed: {reply.get('error') if isinstance(reply, dict) else reply!r}"
+        if reply is None or not isinstance(reply, dict) or "error" in reply or not _valid_reply(reply):
+            if reply is None:
+                why = "died"
+            elif isinstance(reply, dict) and "error" in reply:
+                why = f"failed: {str(reply['error'])[:300]}"
+            else:
+                why = f"sent a malformed reply ({str(reply)[:100]!r})"
             self.kill()
             return {"sandbox_error": f"the sandbox worker {why} during the execution; it was replaced"}
+        self.cleaning = True
         return reply
+
+
+_REPLY_TYPES = {"stdout": str, "stderr": str, "exit_code": int, "timed_out": bool,
+                "truncated": bool, "duration_s": (int, float)}
+
+
+def _valid_reply(reply: dict[str, Any]) -> bool:
+    return all(isinstance(reply.get(key), kinds) for key, kinds in _REPLY_TYPES.items())
 
 
 # ----------------------------------------------------------------------------- pool
@@ -588,7 +633,7 @@ class Sandbox:
         for worker in workers:
             worker.kill()
         if base_dir:
-            shutil.rmtree(base_dir, ignore_errors=True)
+            remove_path(base_dir)
 
     @property
     def closed(self) -> bool:
@@ -644,6 +689,7 @@ class Sandbox:
             if not worker.alive:
                 worker.kill()  # reap a dead one, then replace it
                 worker.start()
+            worker.wait_idle()
             request = {"code": code, "prelude": list(prelude), "stdin": stdin, "timeout": timeout,
                        "cpu_s": min(self.cpu_s, timeout + 1)}
             start = time.monotonic()

@@ -271,3 +271,28 @@ def test_a_deeply_nested_return_value_is_a_graded_failure():
     )
     result = grade_program(code, FN_TESTS, timeout_s=5.0, stop_on_failure=False)
     assert result.first_failure == "runtime_error", result.outcomes
+
+
+def test_a_submission_leaving_a_deep_tree_does_not_fail_the_next_episode(monkeypatch):
+    # Regression: the zygote's cleanup died on the tree (RecursionError), so the next,
+    # correct submission of another episode scored 0 with a sandbox_error.
+    import gem_core
+    from gem_core.sandbox import Sandbox
+
+    monkeypatch.setenv("GEM_DATA", "sample")
+    leave_tree = (
+        "```python\nimport os\nos.makedirs('t', exist_ok=True)\nos.chdir('t')\n"
+        "for _ in range(1600):\n    os.mkdir('dd')\n    os.chdir('dd')\nprint(0)\n```"
+    )
+    with Sandbox(size=1, max_output_bytes=2 << 20) as sb:
+        env = gem_core.make("code:CodeContest", sandbox=sb, max_tests=3)
+        try:
+            for action, reward in ((leave_tree, 0.0), (None, 1.0)):
+                env.reset(seed=0, options={"index": 0})
+                if action is None:  # the row's reference solution
+                    action = "```python\n" + env.unwrapped.row["solution"] + "\n```"
+                _, got, _, _, info = env.step(action)
+                assert got == reward, info
+                assert info["first_failure"] != "sandbox_error", info
+        finally:
+            env.close()

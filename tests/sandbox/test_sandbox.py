@@ -196,3 +196,52 @@ def test_a_forked_child_can_start_its_own_sandbox(sandbox):
     with os.fdopen(read_fd) as f:
         assert f.read() == "2"
     assert sandbox.run("print(3)").stdout.strip() == "3"
+
+
+# ----------------------------------------------------------------------------- cleanup between runs
+
+DEEP_TREE = (
+    "import os, sys\n"
+    "for top in ['.'] + sys.argv[1:]:\n"
+    "    if not os.access(top, os.W_OK):\n"
+    "        continue\n"
+    "    os.chdir(top)\n"
+    "    os.makedirs('deep', exist_ok=True)\n"
+    "    os.chdir('deep')\n"
+    "    for _ in range(2000):  # deeper than the recursion limit, and paths past PATH_MAX\n"
+    "        os.mkdir('d' * 8)\n"
+    "        os.chdir('d' * 8)\n"
+    "    open('leaf', 'w').write('x')\n"
+    "print('built')\n"
+)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_a_deep_tree_left_by_one_run_does_not_break_the_next(isolation):
+    # Regression: shutil.rmtree raised RecursionError in the zygote's cleanup, outside its
+    # try: the worker died and the next, correct run got a sandbox_error.
+    with Sandbox(size=1, isolation=isolation, timeout_s=20) as sb:
+        # Only bubblewrap's /tmp and /dev/shm are private (the other levels use the host's).
+        tops = ["/tmp", "/dev/shm"] if sb.isolation == "bwrap" else []
+        assert sb.run(f"import sys; sys.argv[1:] = {tops!r}\n" + DEEP_TREE).stdout == "built\n"
+        second = sb.run("print(1 + 1)")
+        assert second.ok and second.stdout == "2\n", second
+        third = sb.run(
+            f"import os\nhere = os.getcwd()\ndirs = [os.path.dirname(here)] + {tops!r}\n"
+            "print([n for d in dirs if os.path.isdir(d) for n in os.listdir(d)"
+            " if n == 'deep' or (n.startswith('run-') and n != os.path.basename(here))])")
+        assert third.stdout == "[]\n", third  # the trees are gone, and so are old work dirs
+
+
+def test_a_slow_cleanup_does_not_eat_the_next_runs_deadline(monkeypatch):
+    # A cleanup that takes seconds must not count against the next run's timeout: the
+    # run's deadline starts when its worker is ready, not when the host hands out the slot.
+    marker = "    def after(self, workdir):\n"
+    assert marker in pool._SERVER_SOURCE
+    slow = pool._SERVER_SOURCE.replace(marker, marker + "        time.sleep(3.5)\n", 1)
+    monkeypatch.setattr(pool, "_SERVER_SOURCE", slow)
+    with Sandbox(size=1, timeout_s=5) as sb:
+        assert sb.run("print(1)").stdout == "1\n"
+        second = sb.run("print(2)", timeout=0.5)
+        assert second.ok and second.stdout == "2\n", second
+        assert second.duration_s < 1.5, second
