@@ -245,3 +245,21 @@ def test_a_slow_cleanup_does_not_eat_the_next_runs_deadline(monkeypatch):
         second = sb.run("print(2)", timeout=0.5)
         assert second.ok and second.stdout == "2\n", second
         assert second.duration_s < 1.5, second
+
+
+@pytest.mark.parametrize(
+    "frame",
+    ["b'[' * 100_000", "json.dumps({'stdout': ['x'], 'exit_code': 'zero'}).encode()"],
+    ids=["nested-100k", "wrong-types"],
+)
+def test_a_malformed_worker_reply_is_a_sandbox_error_not_an_exception(monkeypatch, frame):
+    # The host parses what a zygote (inside the sandbox) sends it like any hostile text.
+    marker = "            _write_frame(self.proto_out, reply)  # answer first, tidy up while the host works"
+    assert marker in pool._SERVER_SOURCE
+    broken = pool._SERVER_SOURCE.replace(
+        marker, f"            _data = {frame}; os.write(self.proto_out, _HEADER.pack(len(_data)) + _data)", 1)
+    monkeypatch.setattr(pool, "_SERVER_SOURCE", broken)
+    with Sandbox(size=1, timeout_s=5) as sb:
+        result = sb.run("print(1)")
+        assert result.sandbox_error and "it was replaced" in result.sandbox_error, result
+        assert not result.ok
