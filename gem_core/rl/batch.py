@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from gem_core.errors import DependencyNotInstalled, InvalidArgument
+from gem_core.rl.packing import pack_turns
 from gem_core.rl.types import Episode
 
 __all__ = ["TrainingBatch", "build_training_batch"]
@@ -92,9 +93,9 @@ def build_training_batch(
     """Turn episodes and their per-turn advantages into per-token arrays.
 
     Each sample of each episode (`Episode.samples`: one per packed episode, one per
-    turn in the per-turn layout) becomes one row: the concatenation of its turns'
-    ``prompt_ids + response_ids``. Generated tokens get ``loss_mask`` 1, their turn's
-    advantage and their sampling log-probability; all other tokens get 0.
+    turn in the per-turn layout) becomes one row: its packed sequence
+    (`gem_core.rl.packing.pack_turns`). Generated tokens get ``loss_mask`` 1, their
+    turn's advantage and their sampling log-probability; all other tokens get 0.
 
     Args:
         episodes: the episodes to train on (drop errored ones first if you wish).
@@ -109,7 +110,7 @@ def build_training_batch(
         raise InvalidArgument(
             f"got {len(advantages)} advantage arrays for {len(episodes)} episodes"
         )
-    rows: list[tuple[int, list[int], list[float], list[float], list[float]]] = []
+    rows: list[tuple[int, list[int], list[float], np.ndarray, list[float]]] = []
     for i, (ep, adv) in enumerate(zip(episodes, advantages, strict=True)):
         adv = np.asarray(adv, dtype=np.float64).reshape(-1)
         if adv.size != ep.num_turns:
@@ -119,25 +120,14 @@ def build_training_batch(
             )
         k = 0
         for sample in ep.samples():
-            ids: list[int] = []
-            mask: list[float] = []
-            a: list[float] = []
-            lp: list[float] = []
-            for turn in sample:
-                if len(turn.response_logprobs) != len(turn.response_ids):
-                    raise InvalidArgument(
-                        f"episode {i}, turn {k}: {len(turn.response_ids)} response tokens but "
-                        f"{len(turn.response_logprobs)} logprobs"
-                    )
-                n_p, n_r = len(turn.prompt_ids), len(turn.response_ids)
-                ids.extend(turn.prompt_ids)
-                ids.extend(turn.response_ids)
-                mask.extend([0.0] * n_p + [1.0] * n_r)
-                a.extend([0.0] * n_p + [float(adv[k])] * n_r)
-                lp.extend([0.0] * n_p)
-                lp.extend(turn.response_logprobs)
+            packed = pack_turns(sample, label=f"episode {i}")
+            n_p = len(packed.prompt_ids)
+            a = np.zeros(n_p + len(packed.response_ids))
+            for s, e in packed.turn_spans:
+                a[n_p + s : n_p + e] = adv[k]
                 k += 1
-            rows.append((i, ids, mask, a, lp))
+            lp = [0.0] * n_p + packed.response_logprobs
+            rows.append((i, packed.token_ids, packed.loss_mask, a, lp))
     n = len(rows)
     width = max((len(r[1]) for r in rows), default=0)
     input_ids = np.full((n, width), pad_token_id, dtype=np.int64)

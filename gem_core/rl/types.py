@@ -155,29 +155,19 @@ class Episode:
         return out
 
     def token_ids(self) -> list[int]:
-        """The packed token sequence of a single-sample episode.
+        """The packed token sequence of a single-sample episode (`gem_core.rl.pack_episode`).
 
         Raises:
             ValueError: the episode has several samples (``per_turn`` layout, or a
                 packed episode whose template rewrote history); use `samples`.
         """
-        samples = self.samples()
-        if len(samples) > 1:
-            raise ValueError(
-                f"episode has {len(samples)} samples (layout {self.layout!r}, "
-                f"template_rewrite={self.template_rewrite}); use Episode.samples()"
-            )
-        return [
-            tok for t in (samples[0] if samples else []) for tok in (*t.prompt_ids, *t.response_ids)
-        ]
+        return self._packed().token_ids if self.turns else []
 
     def loss_mask(self) -> list[int]:
         """The loss mask aligned with `token_ids`: 1 on generated tokens, 0 elsewhere."""
-        samples = self.samples()
-        if len(samples) > 1:
-            raise ValueError(f"episode has {len(samples)} samples; use Episode.samples()")
-        mask: list[int] = []
-        for t in samples[0] if samples else []:
-            mask.extend([0] * len(t.prompt_ids))
-            mask.extend([1] * len(t.response_ids))
-        return mask
+        return self._packed().loss_mask if self.turns else []
+
+    def _packed(self) -> Any:
+        from gem_core.rl.packing import pack_episode
+
+        return pack_episode(self)
