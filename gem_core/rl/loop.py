@@ -1,4 +1,11 @@
-"""The episode loop: `run_episode` (token ids, packed or per-turn) and `run_chat_episode` (chat text)."""
+"""The episode loop: `run_episode` (token ids, packed or per-turn) and `run_chat_episode` (chat text).
+
+Both are one loop, `_play`: reset, then per turn the turn limit, the prompt (and its
+context budget), one policy call with its per-turn seed and timeout, the truncation
+policy, ``env.step``, and the error flagging of every stage. What differs — how a
+prompt is built and how a generation is requested and recorded — is a small strategy
+object (`_TokenTurns`, `_ChatTurns`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ import concurrent.futures
 import logging
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gem_core.core import Env
@@ -38,18 +45,208 @@ logger = logging.getLogger(__name__)
 TRUNCATED_RESPONSE_POLICIES = ("pass", "penalize")
 
 
-class _Conversation:
-    """The token state of one episode under a layout (see `Turn` for the layouts)."""
+class _Failed(Exception):
+    """A strategy's stage failed: flag the episode with ``where`` and ``exc``."""
 
-    def __init__(self, formatter: ChatFormatter, layout: str):
+    def __init__(self, where: str, exc: Exception):
+        super().__init__(where)
+        self.where = where
+        self.exc = exc
+
+
+class _Turns:
+    """What `_play` asks of one kind of episode (the strategy of the shared loop).
+
+    Attributes:
+        layout: the episode's layout.
+        method: the policy method's name, for the timeout message.
+        refusal_ends_episode: a `ContextLengthExceeded` from the policy ends the episode
+            with ``"context"`` (a budget) instead of flagging it as an error.
+    """
+
+    layout: str = "per_turn"
+    method: str = ""
+    refusal_ends_episode: bool = False
+
+    def prompt(self, episode: Episode, obs: Any, obs_text: str, sampling: SamplingParams) -> Any:
+        """The next request's prompt for observation ``obs``, or ``None`` when it does not
+        fit the context budget (the episode ends with ``"context"``, the turn unplayed).
+
+        Raises:
+            _Failed: the observation could not be made into a prompt.
+        """
+        raise NotImplementedError
+
+    def request(self, prompt: Any, sampling: SamplingParams) -> Awaitable[Any]:
+        """The policy call for ``prompt``."""
+        raise NotImplementedError
+
+    def check(self, result: Any) -> Any:
+        """``result`` if it is well formed, else `PolicyError`."""
+        raise NotImplementedError
+
+    def record(self, result: Any, obs_text: str) -> tuple[Turn, str]:
+        """``(turn, action for env.step)`` of a checked result."""
+        raise NotImplementedError
+
+    def stats(self, wall_time_s: float) -> dict[str, float]:
+        """The episode's counters (see `Episode.stats`)."""
+        raise NotImplementedError
+
+
+async def _play(
+    env: Env,
+    turns: _Turns,
+    *,
+    seed: int | None,
+    max_turns: int | None,
+    sampling: SamplingParams | None,
+    truncated_response: str,
+    truncation_reward: float,
+    generation_timeout: float | None,
+    env_id: str | None,
+    reset_options: dict[str, Any] | None,
+    executor: concurrent.futures.Executor | None,
+) -> Episode:
+    """The one episode loop behind `run_episode` and `run_chat_episode` (see them)."""
+    _check_options(turns.layout, truncated_response)
+    _check_max_turns(max_turns)
+    sampling = sampling or SamplingParams()
+    if env_id is None:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    episode = Episode(env_id=env_id, seed=seed, layout=turns.layout)
+    start = time.perf_counter()
+    try:
+        try:
+            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+        except Exception as exc:
+            _fail(episode, "env.reset", exc)
+            return episode
+        obs_text = _observation_text(obs)
+        while True:
+            if max_turns is not None and len(episode.turns) >= max_turns:
+                episode.end_reason = "max_turns"
+                break
+            try:
+                prompt = turns.prompt(episode, obs, obs_text, sampling)
+            except _Failed as failed:
+                _fail(episode, failed.where, failed.exc)
+                break
+            if prompt is None:
+                episode.end_reason = "context"
+                break
+            turn_sampling = (
+                sampling
+                if sampling.seed is None
+                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
+            )
+            try:
+                coro = turns.request(prompt, turn_sampling)
+                if generation_timeout is not None:
+                    result = await asyncio.wait_for(coro, generation_timeout)
+                else:
+                    result = await coro
+                result = turns.check(result)
+            except ContextLengthExceeded as exc:
+                if not turns.refusal_ends_episode:
+                    _fail(episode, "policy", exc)
+                    break
+                episode.end_reason = "context"
+                logger.warning("episode %s (seed %s) ended: %s", env_id, seed, exc)
+                break
+            except asyncio.TimeoutError:
+                timed_out = f"{turns.method}() timed out after {generation_timeout} s"
+                _fail(episode, "policy", PolicyError(timed_out))
+                break
+            except Exception as exc:
+                _fail(episode, "policy", exc)
+                break
+            turn, action = turns.record(result, obs_text)
+            episode.turns.append(turn)
+            if turn.response_truncated and truncated_response == "penalize":
+                turn.reward = float(truncation_reward)
+                episode.end_reason = "response_truncated"
+                break
+            try:
+                step = await _call(executor, env.step, action)
+                obs_text, over = _record_step(episode, turn, step)
+                obs = step[0]
+            except Exception as exc:
+                _fail(episode, "env.step", exc)
+                break
+            if over:
+                break
+        episode.final_observation = obs_text
+    finally:
+        episode.stats.update(turns.stats(time.perf_counter() - start))
+    return episode
+
+
+class _TokenTurns(_Turns):
+    """Token ids in, token ids out (`run_episode`): the token state of one episode under
+    a layout (see `Turn` for the layouts)."""
+
+    method = "generate"
+
+    def __init__(self, policy: Policy, formatter: ChatFormatter, layout: str):
+        self.policy = policy
         self.f = formatter
         self.layout = layout
         self.observations: list[str] = []
         self.contents: list[str] = []
-        self.prompt: list[int] = []  # what the policy conditions on for the next response
-        self.text = ""  # packed: the rendered text ``self.prompt`` stands for
+        self.prompt_ids: list[int] = []  # what the policy conditions on for the next response
+        self.text = ""  # packed: the rendered text ``self.prompt_ids`` stands for
         self.encoded = 0
+        self.generated = 0
         self.rewrite_reason: str | None = None
+        self.turn_prompt: tuple[list[int], bool] = ([], True)  # the turn's prompt_ids, starts
+
+    def prompt(
+        self, episode: Episode, obs: Any, obs_text: str, sampling: SamplingParams
+    ) -> list[int] | None:
+        try:
+            self.turn_prompt = self.add_observation(obs_text)
+        except Exception as exc:
+            raise _Failed("formatter", exc) from exc
+        if self.rewrite_reason is not None:
+            episode.template_rewrite = True
+            warnings.warn(
+                "packed layout: " + self.rewrite_reason + "; the sample is restarted from "
+                "the full rendering at this turn (episode.template_rewrite is set)",
+                TemplateRewriteWarning,
+                stacklevel=4,  # the caller of run_episode
+            )
+        if len(self.prompt_ids) + sampling.max_new_tokens > self.f.max_context:
+            return None
+        return list(self.prompt_ids)
+
+    def request(self, prompt: list[int], sampling: SamplingParams) -> Awaitable[Any]:
+        return self.policy.generate(prompt, sampling)
+
+    def check(self, result: Any) -> Any:
+        return _check_result(result)
+
+    def record(self, result: Any, obs_text: str) -> tuple[Turn, str]:
+        self.generated += len(result.token_ids)
+        _content, action = self.add_response(list(result.token_ids))
+        prompt_ids, starts = self.turn_prompt
+        turn = Turn(
+            prompt_ids=prompt_ids,
+            response_ids=list(result.token_ids),
+            response_logprobs=[float(x) for x in result.logprobs],
+            response_truncated=result.finish_reason == "length",
+            starts_sample=starts,
+            observation=obs_text,
+            action=action,
+        )
+        return turn, action
+
+    def stats(self, wall_time_s: float) -> dict[str, float]:
+        return {
+            "tokens_encoded": float(self.encoded),
+            "generated_tokens": float(self.generated),
+            "wall_time_s": wall_time_s,
+        }
 
     def _encode(self, text: str) -> list[int]:
         ids = self.f.encode(text)
@@ -81,11 +278,11 @@ class _Conversation:
                 )
             else:
                 delta = self._encode(new_text[len(self.text) :])
-                self.prompt.extend(delta)
+                self.prompt_ids.extend(delta)
                 self.text = new_text
                 return delta, False
         ids = self._encode(new_text)
-        self.prompt = list(ids)
+        self.prompt_ids = list(ids)
         self.text = new_text
         return ids, True
 
@@ -96,9 +293,84 @@ class _Conversation:
         content = self.f.decode(body, skip_special_tokens=False)
         action = self.f.decode(body, skip_special_tokens=True)
         self.contents.append(content)
-        self.prompt.extend(token_ids)
+        self.prompt_ids.extend(token_ids)
         self.text += content + (self.f.decode(token_ids[-1:]) if stopped else "")
         return content, action
+
+
+class _ChatTurns(_Turns):
+    """Chat messages in, text out (`run_chat_episode`): the conversation so far, the
+    server's token counts and the images sent."""
+
+    method = "chat"
+    refusal_ends_episode = True
+
+    def __init__(self, policy: ChatPolicy, system_prompt: str | None, max_context: int | None):
+        self.policy = policy
+        self.system_prompt = system_prompt
+        self.max_context = max_context
+        self.contents: list[str | list[dict[str, Any]]] = []  # the user messages' contents
+        self.replies: list[str] = []
+        self.usage: list[tuple[int | None, int | None]] = []
+        self.image_bytes: list[int] = []  # decoded size of each image in the history
+        self.images_sent = self.bytes_sent = 0
+        self.obs_images: list[dict[str, Any]] = []  # summaries of this turn's images
+
+    def prompt(
+        self, episode: Episode, obs: Any, obs_text: str, sampling: SamplingParams
+    ) -> list[str | list[dict[str, Any]]] | None:
+        if self.max_context is not None and self.usage:
+            last_prompt, last_reply = self.usage[-1]
+            if (
+                last_prompt is not None
+                and last_reply is not None
+                and last_prompt + last_reply + sampling.max_new_tokens > self.max_context
+            ):
+                return None
+        try:
+            content, self.obs_images = _content_and_images(obs)
+        except Exception as exc:
+            raise _Failed("observation", exc) from exc
+        self.contents.append(content)
+        self.image_bytes.extend(im["bytes"] for im in self.obs_images)
+        self.images_sent += len(self.image_bytes)
+        self.bytes_sent += sum(self.image_bytes)
+        return self.contents
+
+    def request(
+        self, prompt: list[str | list[dict[str, Any]]], sampling: SamplingParams
+    ) -> Awaitable[Any]:
+        messages = chat_messages(prompt, self.replies, system_prompt=self.system_prompt)
+        return self.policy.chat(messages, sampling)
+
+    def check(self, result: Any) -> Any:
+        return _check_chat_result(result)
+
+    def record(self, result: Any, obs_text: str) -> tuple[Turn, str]:
+        self.usage.append((result.prompt_tokens, result.completion_tokens))
+        self.replies.append(result.text)
+        turn = Turn(
+            prompt_ids=[],
+            response_ids=[],
+            response_logprobs=[],
+            response_truncated=result.finish_reason == "length",
+            starts_sample=True,
+            observation=obs_text,
+            action=result.text,
+        )
+        if self.obs_images:
+            turn.info["observation_images"] = self.obs_images  # kept beside the env's info
+        return turn, result.text
+
+    def stats(self, wall_time_s: float) -> dict[str, float]:
+        stats = {"requests": float(len(self.usage)), "wall_time_s": wall_time_s}
+        if self.image_bytes:
+            stats["images_sent"] = float(self.images_sent)
+            stats["image_bytes_sent"] = float(self.bytes_sent)
+        if all(p is not None and c is not None for p, c in self.usage):
+            stats["prompt_tokens"] = float(sum(p or 0 for p, _ in self.usage))
+            stats["generated_tokens"] = float(sum(c or 0 for _, c in self.usage))
+        return stats
 
 
 def _fail(episode: Episode, where: str, exc: BaseException) -> None:
@@ -125,10 +397,14 @@ def _check_max_turns(max_turns: int | None) -> None:
 
 
 def _record_step(episode: Episode, turn: Turn, step: tuple[Any, ...]) -> tuple[str, bool]:
-    """Record an ``env.step`` result on ``turn``/``episode``: ``(observation text, episode over)``."""
+    """Record an ``env.step`` result on ``turn``/``episode``: ``(observation text, episode over)``.
+
+    The env's ``info`` becomes ``turn.info``; what the strategy put there before the
+    step (``observation_images``) is kept over it.
+    """
     obs, reward, terminated, env_truncated, info = step
     turn.reward = float(reward)
-    turn.info = dict(info) if isinstance(info, Mapping) else {}
+    turn.info = {**(dict(info) if isinstance(info, Mapping) else {}), **turn.info}
     turn.format_error = bool(turn.info.get("format_error", False))
     episode.success = bool(turn.info.get("success", False))
     if terminated:
@@ -206,99 +482,19 @@ async def run_episode(
     Returns:
         The `Episode`.
     """
-    _check_options(layout, truncated_response)
-    _check_max_turns(max_turns)
-    sampling = sampling or SamplingParams()
-    if env_id is None:
-        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-    episode = Episode(env_id=env_id, seed=seed, layout=layout)
-    conv = _Conversation(formatter, layout)
-    start = time.perf_counter()
-    generated = 0
-
-    try:
-        try:
-            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
-        except Exception as exc:
-            _fail(episode, "env.reset", exc)
-            return episode
-        obs_text = _observation_text(obs)
-        while True:
-            if max_turns is not None and len(episode.turns) >= max_turns:
-                episode.end_reason = "max_turns"
-                break
-            try:
-                prompt_ids, starts = conv.add_observation(obs_text)
-            except Exception as exc:
-                _fail(episode, "formatter", exc)
-                break
-            if conv.rewrite_reason is not None:
-                episode.template_rewrite = True
-                warnings.warn(
-                    "packed layout: " + conv.rewrite_reason + "; the sample is restarted from "
-                    "the full rendering at this turn (episode.template_rewrite is set)",
-                    TemplateRewriteWarning,
-                    stacklevel=2,
-                )
-            if len(conv.prompt) + sampling.max_new_tokens > formatter.max_context:
-                episode.end_reason = "context"
-                break
-            turn_sampling = (
-                sampling
-                if sampling.seed is None
-                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
-            )
-            try:
-                coro = policy.generate(list(conv.prompt), turn_sampling)
-                if generation_timeout is not None:
-                    result = await asyncio.wait_for(coro, generation_timeout)
-                else:
-                    result = await coro
-                result = _check_result(result)
-            except asyncio.TimeoutError:
-                _fail(
-                    episode,
-                    "policy",
-                    PolicyError(f"generate() timed out after {generation_timeout} s"),
-                )
-                break
-            except Exception as exc:
-                _fail(episode, "policy", exc)
-                break
-            generated += len(result.token_ids)
-            truncated = result.finish_reason == "length"
-            _content, action = conv.add_response(list(result.token_ids))
-            turn = Turn(
-                prompt_ids=prompt_ids,
-                response_ids=list(result.token_ids),
-                response_logprobs=[float(x) for x in result.logprobs],
-                response_truncated=truncated,
-                starts_sample=starts,
-                observation=obs_text,
-                action=action,
-            )
-            episode.turns.append(turn)
-            if truncated and truncated_response == "penalize":
-                turn.reward = float(truncation_reward)
-                episode.end_reason = "response_truncated"
-                break
-            try:
-                obs_text, over = _record_step(
-                    episode, turn, await _call(executor, env.step, action)
-                )
-            except Exception as exc:
-                _fail(episode, "env.step", exc)
-                break
-            if over:
-                break
-        episode.final_observation = obs_text
-    finally:
-        episode.stats.update(
-            tokens_encoded=float(conv.encoded),
-            generated_tokens=float(generated),
-            wall_time_s=time.perf_counter() - start,
-        )
-    return episode
+    return await _play(
+        env,
+        _TokenTurns(policy, formatter, layout),
+        seed=seed,
+        max_turns=max_turns,
+        sampling=sampling,
+        truncated_response=truncated_response,
+        truncation_reward=truncation_reward,
+        generation_timeout=generation_timeout,
+        env_id=env_id,
+        reset_options=reset_options,
+        executor=executor,
+    )
 
 
 async def run_chat_episode(
@@ -366,111 +562,16 @@ async def run_chat_episode(
     Returns:
         The `Episode`.
     """
-    _check_options("per_turn", truncated_response)
-    _check_max_turns(max_turns)
-    sampling = sampling or SamplingParams()
-    if env_id is None:
-        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-    episode = Episode(env_id=env_id, seed=seed, layout="per_turn")
-    contents: list[str | list[dict[str, Any]]] = []  # the user messages' contents
-    replies: list[str] = []
-    usage: list[tuple[int | None, int | None]] = []
-    image_bytes: list[int] = []  # decoded size of each image in the history
-    images_sent = bytes_sent = 0
-    start = time.perf_counter()
-
-    try:
-        try:
-            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
-        except Exception as exc:
-            _fail(episode, "env.reset", exc)
-            return episode
-        obs_text = _observation_text(obs)
-        while True:
-            if max_turns is not None and len(episode.turns) >= max_turns:
-                episode.end_reason = "max_turns"
-                break
-            if max_context is not None and usage:
-                last_prompt, last_reply = usage[-1]
-                if (
-                    last_prompt is not None
-                    and last_reply is not None
-                    and last_prompt + last_reply + sampling.max_new_tokens > max_context
-                ):
-                    episode.end_reason = "context"
-                    break
-            try:
-                content, obs_images = _content_and_images(obs)
-            except Exception as exc:
-                _fail(episode, "observation", exc)
-                break
-            contents.append(content)
-            image_bytes.extend(im["bytes"] for im in obs_images)
-            images_sent += len(image_bytes)
-            bytes_sent += sum(image_bytes)
-            turn_sampling = (
-                sampling
-                if sampling.seed is None
-                else sampling.replace(seed=derive_seed(sampling.seed, len(episode.turns)))
-            )
-            try:
-                messages = chat_messages(contents, replies, system_prompt=system_prompt)
-                coro = policy.chat(messages, turn_sampling)
-                if generation_timeout is not None:
-                    result = await asyncio.wait_for(coro, generation_timeout)
-                else:
-                    result = await coro
-                result = _check_chat_result(result)
-            except ContextLengthExceeded as exc:
-                episode.end_reason = "context"
-                logger.warning("episode %s (seed %s) ended: %s", env_id, seed, exc)
-                break
-            except asyncio.TimeoutError:
-                _fail(
-                    episode, "policy", PolicyError(f"chat() timed out after {generation_timeout} s")
-                )
-                break
-            except Exception as exc:
-                _fail(episode, "policy", exc)
-                break
-            usage.append((result.prompt_tokens, result.completion_tokens))
-            replies.append(result.text)
-            truncated = result.finish_reason == "length"
-            turn = Turn(
-                prompt_ids=[],
-                response_ids=[],
-                response_logprobs=[],
-                response_truncated=truncated,
-                starts_sample=True,
-                observation=obs_text,
-                action=result.text,
-            )
-            if obs_images:
-                turn.info["observation_images"] = obs_images
-            episode.turns.append(turn)
-            if truncated and truncated_response == "penalize":
-                turn.reward = float(truncation_reward)
-                episode.end_reason = "response_truncated"
-                break
-            try:
-                step = await _call(executor, env.step, result.text)
-                obs_text, over = _record_step(episode, turn, step)
-                obs = step[0]
-            except Exception as exc:
-                _fail(episode, "env.step", exc)
-                break
-            finally:
-                if obs_images:
-                    turn.info["observation_images"] = obs_images
-            if over:
-                break
-        episode.final_observation = obs_text
-    finally:
-        episode.stats.update(requests=float(len(usage)), wall_time_s=time.perf_counter() - start)
-        if image_bytes:
-            episode.stats["images_sent"] = float(images_sent)
-            episode.stats["image_bytes_sent"] = float(bytes_sent)
-        if all(p is not None and c is not None for p, c in usage):
-            episode.stats["prompt_tokens"] = float(sum(p or 0 for p, _ in usage))
-            episode.stats["generated_tokens"] = float(sum(c or 0 for _, c in usage))
-    return episode
+    return await _play(
+        env,
+        _ChatTurns(policy, system_prompt, max_context),
+        seed=seed,
+        max_turns=max_turns,
+        sampling=sampling,
+        truncated_response=truncated_response,
+        truncation_reward=truncation_reward,
+        generation_timeout=generation_timeout,
+        env_id=env_id,
+        reset_options=reset_options,
+        executor=executor,
+    )
