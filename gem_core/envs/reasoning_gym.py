@@ -30,7 +30,6 @@ import contextlib
 import difflib
 import io
 import json
-import math
 import random
 import sys
 import threading
@@ -41,6 +40,7 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.errors import DependencyNotInstalled, InvalidArgument, ResetNeeded
 from gem_core.grading.extract import boxed_span, tagged_span
+from gem_core.grading.rg import RGScore, dataset_pickle, get_scorer
 
 __all__ = [
     "ReasoningGymEnv",
@@ -127,8 +127,9 @@ DEFAULT_INSTRUCTION = (
 
 _BOX_OPEN = "\\boxed{"
 _SCORE_TOLERANCE = 1e-9
-# One lock for every call into reasoning_gym: those calls swap the process-global
-# random/numpy states (and stdout), which must not interleave across threads.
+# One lock for every call into reasoning_gym in this process (item generation; scoring
+# runs in the sandbox): those calls swap the process-global random/numpy states (and
+# stdout), which must not interleave across threads.
 _RG_LOCK = threading.RLock()
 _DATASETS: dict[tuple[Any, ...], _SharedDataset] = {}
 _DATASETS_LOCK = threading.Lock()
@@ -225,7 +226,11 @@ class _SharedDataset:
         self.seed = seed
         with _RG_LOCK, _isolated_globals(_item_seed(seed, 0)):
             self.dataset = rg.create_dataset(name, size=size, seed=seed, **config)
+        self.config = dict(config)
         self._entries: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._pickle: str | None | bool = False  # False: not computed yet
+        self.debug_scorer_source: str | None = None
+        """Testing only: source of a ``score_answer(answer, entry)`` used in the child."""
 
     def entry(self, idx: int) -> dict[str, Any]:
         with _RG_LOCK:
@@ -240,9 +245,33 @@ class _SharedDataset:
                 self._entries.move_to_end(idx)
             return cached
 
-    def score(self, answer: str, entry: dict[str, Any], *, index: int | None) -> float:
-        with _RG_LOCK, _isolated_globals(_item_seed(self.seed, index or 0)):
-            return self.dataset.score_answer(answer=answer, entry=entry)
+    def score(
+        self, answer: str, entry: dict[str, Any], *, index: int | None, timeout: float | None
+    ) -> RGScore:
+        """Score in the process-wide `gem_core.grading.rg` sandbox (never in this process;
+        no lock is held meanwhile)."""
+        return get_scorer().score(
+            name=self.name,
+            answer=answer,
+            entry=entry,
+            size=self.size,
+            seed=self.seed,
+            config=self.config,
+            score_seed=_item_seed(self.seed, index or 0),
+            build_seed=_item_seed(self.seed, 0),
+            dataset_pickle=self._pickled(),
+            timeout=timeout,
+            _debug_source=self.debug_scorer_source,
+        )
+
+    def _pickled(self) -> str | None:
+        """The host's dataset object for the scoring child (pickled once; ``None``: the
+        child rebuilds it from name, size, seed and config)."""
+        if self._pickle is False:
+            with _RG_LOCK:
+                if self._pickle is False:
+                    self._pickle = dataset_pickle(self.dataset)
+        return self._pickle  # type: ignore[return-value]
 
 
 def _shared_dataset(name: str, size: int, seed: int, config: dict[str, Any]) -> _SharedDataset:
@@ -290,10 +319,27 @@ class ReasoningGymEnv(Env[str, str]):
     Items: ``reasoning_gym.create_dataset(name, size=size, seed=seed, **config)`` is built
     once per (name, size, seed, config) per process and shared by every env using it
     (the reference GEM builds one per env); generated items are cached (LRU, 2048 per
-    dataset). Every call into ``reasoning_gym`` runs under one process-wide lock with
-    the global ``random``/``numpy`` generators seeded from the item and restored
-    afterwards, and with stdout silenced: some generators use the global generators, and
-    this keeps their items deterministic and the caller's state untouched.
+    dataset). Item generation (no model text involved) runs in this process under one
+    process-wide lock with the global ``random``/``numpy`` generators seeded from the
+    item and restored afterwards, and with stdout silenced: some generators use the
+    global generators, and this keeps their items deterministic and the caller's state
+    untouched.
+
+    Scoring isolation: answers are never scored in this process. Several datasets'
+    ``score_answer`` run the answer as Python (``eval``, sympy ``parse_expr``; see
+    `gem_core.grading.rg.CODE_EVALUATING_DATASETS`), so each score runs in a fresh child of
+    a shared `gem_core.sandbox.Sandbox` (`gem_core.grading.rg.get_scorer`: 2 workers with
+    ``reasoning_gym`` pre-imported, started in the background at the first ``reset``),
+    with a hard wall-clock timeout (``score_timeout``), CPU/memory/process limits, stdout
+    of the answer discarded and the score returned as one nonce-tagged JSON line. A child
+    scores once and exits: an answer cannot change later scores (of rg or math envs), and
+    no lock is held while it runs. With bubblewrap installed (``bwrap`` on PATH) the child
+    has no network, a read-only system, a private ``/tmp`` and an unprivileged uid;
+    without it the sandbox falls back to a network namespace or rlimits only (warning
+    once with `gem_core.sandbox.ReducedIsolationWarning`) and the child sees the host's
+    files with the host user's rights, so install bubblewrap for training. Residual
+    limit: an answer that is Python run by an evaluating scorer acts inside its own
+    scoring child and can sway that one score.
 
     Episode selection: ``reset(seed=s)`` plays item ``s % size`` (so seeds
     ``0 .. size-1`` enumerate the dataset once; same seed ⇒ same task in any process,
@@ -307,8 +353,10 @@ class ReasoningGymEnv(Env[str, str]):
     Rewards: the dataset's ``score_answer(answer, entry)`` (usually in [0, 1]; partial
         credit exists for some datasets). No answer found, a non-text action, or an answer
         longer than ``max_answer_chars``: ``format_penalty`` (default 0.0) and
-        ``info["format_error"]=True``. A scorer that raises or returns a non-number gives
-        0.0 with ``info["scorer_error"]`` (``"Type: message"``).
+        ``info["format_error"]=True``. A scorer that raises or returns a non-number, a
+        crash of the scoring process, a sandbox failure or a timeout gives 0.0 with
+        ``info["scorer_error"]`` (``"Type: message"`` for scorer exceptions); a timeout
+        also sets ``info["scorer_timeout"]=True``. ``step`` never raises for these.
     Episode end: the first step terminates (``terminated=True, truncated=False``);
         ``info["success"]`` is ``score >= 1 - 1e-9``. Step info also holds ``score``,
         ``parsed_action``, ``format_error``, ``invalid_action`` and ``reference_answer``
@@ -324,6 +372,8 @@ class ReasoningGymEnv(Env[str, str]):
         max_answer_chars: longer extracted answers are a format error (they never reach
             the scorer, some of which are super-linear).
         format_penalty: the reward for a format error.
+        score_timeout: wall-clock seconds one score may take (``None``: the shared
+            scorer's, 10 s unless ``GEM_RG_SCORER_TIMEOUT`` says otherwise).
 
     Raises:
         DependencyNotInstalled: ``reasoning_gym`` is missing
@@ -332,7 +382,8 @@ class ReasoningGymEnv(Env[str, str]):
 
     Version history: rg:<name> — ids, size 500 and seed 42 of the reference GEM; answers
     in ``<answer>`` tags accepted besides ``\boxed{}``; item ``seed % size`` on seeded
-    reset (the reference picks a random item from the global generator).
+    reset (the reference picks a random item from the global generator); answers scored in
+    a sandboxed child with a timeout (the reference scores in process, without one).
     """
 
     metadata = {"category": "rg"}
@@ -347,6 +398,7 @@ class ReasoningGymEnv(Env[str, str]):
         instruction: str = DEFAULT_INSTRUCTION,
         max_answer_chars: int = 50_000,
         format_penalty: float = 0.0,
+        score_timeout: float | None = None,
     ):
         self.name = _check_name(name)
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -367,8 +419,17 @@ class ReasoningGymEnv(Env[str, str]):
             raise InvalidArgument(
                 f"max_answer_chars must be a positive int, got {max_answer_chars!r}"
             )
+        if score_timeout is not None and (
+            isinstance(score_timeout, bool)
+            or not isinstance(score_timeout, (int, float))
+            or not score_timeout > 0
+        ):
+            raise InvalidArgument(
+                f"score_timeout must be a positive number of seconds or None, got {score_timeout!r}"
+            )
         self.size = size
         self.seed = seed
+        self.score_timeout = None if score_timeout is None else float(score_timeout)
         self.config = dict(config or {})
         self.instruction = instruction
         self.max_answer_chars = max_answer_chars
@@ -392,6 +453,7 @@ class ReasoningGymEnv(Env[str, str]):
             index = self.rng.randrange(self.size)
         self.index = index
         self.entry = self._data.entry(index)
+        get_scorer().prestart()  # the scoring sandbox starts while the agent thinks
         self._done = False
         question = str(self.entry["question"])
         obs = f"{question}\n\n{self.instruction}" if self.instruction else question
@@ -430,14 +492,13 @@ class ReasoningGymEnv(Env[str, str]):
                     f"{self.max_answer_chars}. Score: 0."
                 )
             return obs, self.format_penalty, True, False, info
-        try:
-            raw = self._data.score(answer, entry, index=self.index)
-            score = float(raw)
-            if not math.isfinite(score):
-                raise ValueError(f"score_answer returned {raw!r}, not a finite number")
-        except Exception as e:  # a scorer bug must not end the rollout
-            info["scorer_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        result = self._data.score(answer, entry, index=self.index, timeout=self.score_timeout)
+        score = result.score
+        if result.error is not None:  # a scorer bug, a timeout or a crash ends nothing else
+            info["scorer_error"] = result.error
             score = 0.0
+        if result.timed_out:
+            info["scorer_timeout"] = True
         info["score"] = score
         info["success"] = score >= 1.0 - _SCORE_TOLERANCE
         verdict = "correct" if info["success"] else "not fully correct"

@@ -255,18 +255,36 @@ def test_wrong_answer_scores_zero_without_format_error(leg_env):
 @pytest.mark.parametrize(
     ("scorer", "expected"),
     [
-        (lambda answer, entry: 1 / 0, "ZeroDivisionError: division by zero"),
-        (lambda answer, entry: float("nan"), "ValueError: score_answer returned nan"),
-        (lambda answer, entry: "high", "ValueError: could not convert string to float"),
+        ("return 1 / 0", "ZeroDivisionError: division by zero"),
+        ("return float('nan')", "ValueError: score_answer returned nan"),
+        ("return 'high'", "ValueError: score_answer returned 'high', not a number"),
+        ("import os; os._exit(9)", "the scoring process gave no single result (exit code 9"),
     ],
 )
 def test_broken_scorer_gives_zero_and_scorer_error(monkeypatch, scorer, expected):
+    """The scorer runs in the sandbox: its replacement is source run there (testing hook)."""
     env = ReasoningGymEnv("leg_counting", size=7)
-    monkeypatch.setattr(env._data.dataset, "score_answer", scorer)
+    source = f"def score_answer(answer, entry):\n    {scorer}\n"
+    monkeypatch.setattr(env._data, "debug_scorer_source", source)
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step(_tagged("3"))
     assert (reward, terminated, info["success"]) == (0.0, True, False)
-    assert info["scorer_error"].startswith(expected)
+    assert info["scorer_error"].startswith(expected), info["scorer_error"]
+    assert "scorer_timeout" not in info
+
+
+def test_slow_scorer_times_out_with_flags():
+    env = ReasoningGymEnv("leg_counting", size=7, score_timeout=1)
+    env._data.debug_scorer_source = "def score_answer(answer, entry):\n    while True: pass\n"
+    try:
+        env.reset(seed=0)
+        _, reward, terminated, _, info = env.step(_tagged("3"))
+    finally:
+        env._data.debug_scorer_source = None
+    assert (reward, terminated, info["scorer_timeout"]) == (0.0, True, True)
+    assert "scoring took longer than 1 s" in info["scorer_error"]
+    with pytest.raises(InvalidArgument, match="score_timeout must be a positive number"):
+        ReasoningGymEnv("leg_counting", score_timeout=0)
 
 
 def test_step_before_reset_and_after_end_raise_reset_needed():
