@@ -262,6 +262,7 @@ class Zygote:
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.pidns = bool(config["pidns"])
+        self.ipcns = bool(config.get("ipcns"))  # a private IPC namespace: all objects are runs'
         self.ns_init = os.getpid() == 1  # we are pid 1 of our namespace (unshare --fork)
         self.drop_uid = config.get("drop_uid")
         self.base_dir = config["base_dir"]
@@ -409,6 +410,65 @@ class Zygote:
             if not others or time.monotonic() > deadline:
                 return
             time.sleep(0.002)
+
+    def _ipc_left(self):
+        """SysV IPC objects a run may have left: ``[(kind, id)]``.
+
+        In a private IPC namespace (bubblewrap, ``unshare --ipc``) every object is a run's;
+        in the host's namespace only those created by the runs' own uid are ours to remove.
+        """
+        found = []
+        for kind, id_column in (("shm", "shmid"), ("msg", "msqid"), ("sem", "semid")):
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    header = f.readline().split()
+                    rows = f.read().splitlines()
+            except OSError:
+                continue
+            if not rows or id_column not in header or "cuid" not in header:
+                continue
+            at_id, at_cuid = header.index(id_column), header.index("cuid")
+            for row in rows:
+                fields = row.split()
+                if len(fields) <= max(at_id, at_cuid):
+                    continue
+                if self.ipcns or (self.drop_uid is not None and fields[at_cuid] == str(self.drop_uid)):
+                    found.append((kind, int(fields[at_id])))
+        return found
+
+    def _remove_ipc(self):
+        """IPC_RMID what runs left, from a helper with the runs' uid (which created it)."""
+        found = self._ipc_left()
+        if not found:
+            return None
+        helper = os.fork()
+        if helper == 0:
+            status = 1
+            try:
+                if self.drop_uid is not None:
+                    os.setgroups([])
+                    os.setgid(self.drop_uid)
+                    os.setuid(self.drop_uid)
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                ipc_rmid = 0
+                status = 0
+                for kind, ident in found:
+                    if kind == "shm":
+                        done = libc.shmctl(ident, ipc_rmid, None)
+                    elif kind == "msg":
+                        done = libc.msgctl(ident, ipc_rmid, None)
+                    else:
+                        done = libc.semctl(ident, 0, ipc_rmid)
+                    if done != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.EIDRM):
+                        status = 1
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(helper, 0)
+        if status != 0 or self._ipc_left():
+            return "could not remove the SysV IPC objects a run left"
+        return None
 
     def _keep_sets(self):
         """For each dir to wipe: the mount points below it and the directories leading to them.
@@ -617,7 +677,7 @@ class Zygote:
         """
         try:
             self._reap(time.monotonic() + 1.0)
-            dirty = self._cleanup_files(workdir)
+            dirty = self._cleanup_files(workdir) or self._remove_ipc()
             if dirty is None:
                 self._prepare()
             return dirty

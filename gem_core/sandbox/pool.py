@@ -145,7 +145,7 @@ def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
     cmd += ["--perms", "0755", "--dir", "/etc"]
     for path in _ETC_FILES:
         cmd += ["--ro-bind-try", path, path]
-    cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    cmd += ["--dev", "/dev", "--mqueue", "/dev/mqueue", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     made: set[str] = set()
     for path in _python_dirs():
         # Parents bubblewrap creates would copy the host's modes (``/root`` is 0700, which
@@ -172,7 +172,7 @@ def _unshare_command(root: bool) -> list[str]:
     if unshare is None:
         raise SandboxUnavailable("unshare (util-linux) is not on PATH")
     user = [] if root else ["--map-root-user"]
-    return [unshare, *user, "--net", "--pid", "--fork", "--kill-child"]
+    return [unshare, *user, "--net", "--pid", "--ipc", "--fork", "--kill-child"]
 
 
 def _prefix(isolation: Isolation, env: dict[str, str]) -> list[str]:
@@ -552,7 +552,7 @@ class Sandbox:
         root = os.geteuid() == 0
         self._base_dir: str | None = None
         if level == "bwrap":
-            base, clean = "/tmp", ["/tmp", "/dev/shm"]
+            base, clean = "/tmp", ["/tmp", "/dev/shm", "/dev/mqueue"]
         else:
             self._base_dir = tempfile.mkdtemp(prefix="gem-sandbox-")
             os.chmod(self._base_dir, 0o1777 if root else 0o700)
@@ -571,6 +571,7 @@ class Sandbox:
         self._prefix = _prefix(level, env)
         self._zygote_config = {
             "pidns": level in ("bwrap", "netns"),
+            "ipcns": level in ("bwrap", "netns"),
             "base_dir": base,
             "clean_dirs": clean,
             "env": env,
