@@ -22,6 +22,8 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailable",
     "SandboxClosed",
+    "PlayRowError",
+    "InvalidRow",
 ]
 
 
@@ -153,3 +155,22 @@ class SandboxUnavailable(SandboxError):
 
 class SandboxClosed(SandboxError, RuntimeError):
     """A `gem_core.sandbox.Sandbox` was used after `close`."""
+
+
+class PlayRowError(Error, RuntimeError):
+    """`gem_core.rl.play_row` could not play a dataset row: a bad row, an env that could
+    not be made, or an episode that failed (the policy or the env raised).
+
+    Attributes:
+        env_id: the row's env id (``None`` when the row names none).
+        seed: the row's seed.
+    """
+
+    def __init__(self, message: str, *, env_id: str | None = None, seed: int | None = None):
+        self.env_id = env_id
+        self.seed = seed
+        super().__init__(message)
+
+
+class InvalidRow(PlayRowError, InvalidArgument):
+    """A dataset row names no env id, or has a seed that is not an integer."""
