@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 
 import pytest
@@ -174,3 +175,23 @@ def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match=r"\[1, 55\]"):
         SudokuEnv(clues=60, scale=9)
     assert MAX_CLUES == {4: 12, 9: 55}
+
+
+def test_move_grammar_is_the_former_regex():
+    # The scanner that replaced the backtracking regex accepts exactly the same texts.
+    from tests.envs.games._grammar import DIGITS, SPACES, check_against_regex
+
+    former = re.compile(r"\s*[Rr]?\s*([+-]?\d+)\s*[\s,]\s*[Cc]?\s*([+-]?\d+)\s*[\s,:=]\s*([+-]?\d+)\s*")
+    env = gem_core.make("game:Sudoku-v0-easy")
+    env.reset(seed=0)
+    check_against_regex(
+        env.unwrapped.parse_move,
+        former,
+        lambda m: tuple(int(g) for g in m.groups()),
+        [*SPACES, *DIGITS, "+", "-", ",", ":", "=", "R", "r", "C", "c", "x", ".", "R1", "c2"],
+        [
+            ["", " ", "\t "], ["", "R", "r", "x"], ["", " ", "\u00a0"], ["1", "-2", "+3", "\u0663", "+"],
+            [" ", ",", " , ", ",,", " \n "], ["", "C", "c", "CC"], ["", " "],
+            ["4", "-0", "12", "x"], [" ", ":", " = ", ",", ":="], ["5", "+6", "0"], ["", " ", ".", "\n"],
+        ],
+    )
