@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_core.errors import InvalidArgument
-from gem_core.rl.rollout import GenerationResult, SamplingParams
+
+if TYPE_CHECKING:
+    from gem_core.rl import GenerationResult, SamplingParams
 
 __all__ = ["BudgetedPolicy", "GenerateFn"]
 
@@ -61,16 +63,11 @@ class BudgetedPolicy:
             ``prompt_length_key``).
 
     Attributes:
-        sampling: the `SamplingParams` to run the episode with (``max_new_tokens=1``:
-            the engine's context check then ends the episode only when no token is left;
-            the policy caps each turn itself).
         has_logprobs: every turn so far came with log-probs.
         generate_s: seconds spent in ``generate``.
         calls: ``generate`` calls made.
         first_prompt_len: tokens of the first prompt (``None`` before the first call).
     """
-
-    sampling = SamplingParams(max_new_tokens=1)
 
     def __init__(
         self,
@@ -99,6 +96,17 @@ class BudgetedPolicy:
         self.generate_s = 0.0
         self.calls = 0
 
+    @property
+    def sampling(self) -> SamplingParams:
+        """The `SamplingParams` to run the episode with.
+
+        ``max_new_tokens=1``: the engine's context check then ends the episode only when
+        no token is left; the policy caps each turn itself.
+        """
+        from gem_core.rl import SamplingParams
+
+        return SamplingParams(max_new_tokens=1)
+
     def max_tokens(self, prompt_ids: Sequence[int]) -> int:
         """The cap of the turn prompted with ``prompt_ids``: the tokens left, at most ``max_tokens_per_turn``."""
         first = len(prompt_ids) if self.first_prompt_len is None else self.first_prompt_len
@@ -107,6 +115,8 @@ class BudgetedPolicy:
 
     async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerationResult:
         """One turn: check the budgets, call ``generate``, cut and label its answer."""
+        from gem_core.rl import GenerationResult
+
         if self.first_prompt_len is None:
             if len(prompt_ids) > self.prompt_length:
                 raise InvalidArgument(

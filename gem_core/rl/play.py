@@ -14,11 +14,12 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gem_core.errors import InvalidRow, PlayRowError
-from gem_core.rl.rollout import SamplingParams, run_episode
-from gem_core.rl.types import Episode
+
+if TYPE_CHECKING:
+    from gem_core.rl import Episode, SamplingParams
 
 __all__ = ["play_row", "row_value"]
 
@@ -101,6 +102,8 @@ async def play_row(
         PlayRowError: the env could not be made, or the episode failed (the message
             holds the episode's error).
     """
+    from gem_core.rl import run_episode
+
     env_id, seed = _env_and_seed(row, env_key, seed_key, hint)
     kwargs = dict(env_kwargs or {})
     loop = asyncio.get_running_loop()
