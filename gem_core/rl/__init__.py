@@ -30,11 +30,13 @@ from gem_core.rl.advantages import (
     dr_grpo,
     gae,
     grpo,
+    per_turn_advantages,
     rebn,
     reinforce,
     rloo,
 )
 from gem_core.rl.batch import TrainingBatch, build_training_batch
+from gem_core.rl.budget import BudgetedPolicy
 from gem_core.rl.chat import (
     ChatFormatter,
     TemplateRewriteWarning,
@@ -44,6 +46,17 @@ from gem_core.rl.chat import (
 )
 from gem_core.rl.collect import collect_episodes, collect_episodes_sync
 from gem_core.rl.loop import run_chat_episode, run_episode
+from gem_core.rl.packing import (
+    PackedEpisode,
+    pack_episode,
+    pack_turns,
+    pad_responses,
+    sample_advantages,
+    token_advantages,
+    turn_index,
+    turn_spans,
+)
+from gem_core.rl.play import play_row
 from gem_core.rl.policies import (
     OpenAIChatPolicy,
     OpenAIPolicy,
@@ -76,6 +89,7 @@ __all__ = [
     "reinforce",
     "gae",
     "compute_advantages",
+    "per_turn_advantages",
     "SamplingParams",
     "GenerationResult",
     "Policy",
@@ -99,4 +113,14 @@ __all__ = [
     "OpenAIPolicy",
     "OpenAIChatPolicy",
     "sequence_logprobs",
+    "PackedEpisode",
+    "pack_episode",
+    "pack_turns",
+    "pad_responses",
+    "turn_spans",
+    "turn_index",
+    "token_advantages",
+    "sample_advantages",
+    "BudgetedPolicy",
+    "play_row",
 ]
