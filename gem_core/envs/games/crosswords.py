@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 import string
 from functools import cache
 from importlib import resources
 
-from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
 
 __all__ = ["CrosswordsEnv", "oracle", "load_clues", "build_layout", "Layout", "PlacedWord"]
 
 _DATA = "crossword_clues.jsonl"
-_MOVE = re.compile(r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*([A-Za-z])\s*\]?")
 _ACROSS, _DOWN = "across", "down"
 _STEP = {_ACROSS: (0, 1), _DOWN: (1, 0)}
 
@@ -355,10 +353,24 @@ class CrosswordsEnv(LanguageGame):
 
     # --- rules ---------------------------------------------------------------------
     def parse_move(self, content: str) -> tuple[int, int, str] | None:
-        m = _MOVE.fullmatch(content.strip())
-        if m is None:
+        # "row column letter": integers of at most 6 digits, an ASCII letter, spaces or one
+        # comma between, optionally in brackets. Read with a scanner: the former regex
+        # backtracked through the runs of spaces (9 s on a 2,000-character box).
+        sc = MoveScanner(content.strip())
+        sc.take("[")
+        sc.space()
+        row = sc.integer("-", max_digits=6)
+        if row is None or not sc.separator(","):
             return None
-        return int(m.group(1)), int(m.group(2)), m.group(3).upper()
+        col = sc.integer("-", max_digits=6)
+        if col is None or not sc.separator(","):
+            return None
+        letter = sc.take(string.ascii_letters)
+        sc.space()
+        sc.take("]")
+        if letter is None or not sc.at_end():
+            return None
+        return int(row), int(col), letter.upper()
 
     def apply_move(self, move: tuple[int, int, str]) -> MoveResult:
         r, c, ch = move

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import string
 
-from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
 from gem_core.envs.games.crosswords import load_clues
 
 __all__ = ["WordSearchEnv", "oracle", "build_grid"]
 
-_MOVE = re.compile(
-    r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*\]?"
-)
 # (dr, dc) of each reading direction: across, down, and (hardcore) their reverses.
 _FORWARD = ((0, 1), (1, 0))
 _ALL = ((0, 1), (1, 0), (0, -1), (-1, 0))
@@ -257,10 +253,23 @@ class WordSearchEnv(LanguageGame):
 
     # --- rules ---------------------------------------------------------------------
     def parse_move(self, content: str) -> tuple[int, int, int, int] | None:
-        m = _MOVE.fullmatch(content.strip())
-        if m is None:
-            return None
-        return tuple(int(v) for v in m.groups())  # type: ignore[return-value]
+        # "r1 c1 r2 c2": four integers of at most 6 digits, spaces or one comma between,
+        # optionally in brackets. Read with a scanner: the former regex backtracked through
+        # the runs of spaces (40 s on a 603-character box).
+        sc = MoveScanner(content.strip())
+        sc.take("[")
+        sc.space()
+        values = []
+        for i in range(4):
+            if i and not sc.separator(","):
+                return None
+            value = sc.integer("-", max_digits=6)
+            if value is None:
+                return None
+            values.append(int(value))
+        sc.space()
+        sc.take("]")
+        return tuple(values) if sc.at_end() else None  # type: ignore[return-value]
 
     def apply_move(self, move: tuple[int, int, int, int]) -> MoveResult:
         r1, c1, r2, c2 = move

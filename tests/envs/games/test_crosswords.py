@@ -162,3 +162,23 @@ def test_oracle_and_render():
     assert "R00" in obs and "C00" in obs
     env.step(oracle(env))
     assert "Filled 1/" in env.state_summary()
+
+
+def test_move_grammar_is_the_former_regex():
+    # The scanner that replaced the backtracking regex accepts exactly the same texts.
+    from tests.envs.games._grammar import DIGITS, SPACES, check_against_regex
+
+    former = re.compile(r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*([A-Za-z])\s*\]?")
+    env = gem_core.make("game:Crosswords-v0-easy")
+    env.reset(seed=0)
+    number = ["1", "-2", "12", "123456", "1234567", "\u0663", "-", "+1", "x"]
+    sep = [" ", ",", " , ", "\t", ",,", "", "\u00a0,"]
+    check_against_regex(
+        env.unwrapped.parse_move,
+        former,
+        lambda m: (int(m.group(1)), int(m.group(2)), m.group(3).upper()),
+        [*SPACES, *DIGITS, "-", ",", "[", "]", "a", "Z", "\u0131", "ab"],
+        [["", " ", "["], ["", " "], number[:5], sep[:5], number, sep, ["a", "Z", "q", "\u0131", "ab", "1"],
+         ["", " ", "\n"], ["", "]", " ]", "]]"], ["", " ", "\t"]],
+        strip=True,
+    )

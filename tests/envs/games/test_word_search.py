@@ -106,3 +106,27 @@ def test_random_variant_draws_settings():
         seen.add((env.num_words, env.hardcore))
         assert env.max_turns == 4 * env.num_words and len(env.words) == env.num_words
     assert len(seen) >= 8
+
+
+def test_move_grammar_is_the_former_regex():
+    # The scanner that replaced the backtracking regex accepts exactly the same texts.
+    import re
+
+    from tests.envs.games._grammar import DIGITS, SPACES, check_against_regex
+
+    former = re.compile(
+        r"\[?\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*[,\s]\s*(-?\d{1,6})\s*\]?"
+    )
+    env = gem_core.make("game:WordSearch-v0-easy")
+    env.reset(seed=0)
+    number = ["1", "-2", "12", "123456", "1234567", "\u0663", "-", "+1", "x"]
+    sep = [" ", ",", " , ", "\t", ",,", "", "\u00a0,"]
+    check_against_regex(
+        env.unwrapped.parse_move,
+        former,
+        lambda m: tuple(int(g) for g in m.groups()),
+        [*SPACES, *DIGITS, "-", "+", ",", "[", "]", "x"],
+        [["", " ", "["], ["", " "], number[:5], sep[:5], number, sep, number, sep, number[:6], ["", " ", "\n"],
+         ["", "]", " ]", "]]"], ["", " ", "\t"]],
+        strip=True,
+    )
