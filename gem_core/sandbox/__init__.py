@@ -15,6 +15,7 @@ from gem_core.sandbox.pool import (
     Sandbox,
     detect_isolation,
 )
+from gem_core.sandbox.seccomp import build_filter as build_seccomp_filter
 
 __all__ = [
     "Sandbox",
@@ -26,4 +27,5 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailable",
     "SandboxClosed",
+    "build_seccomp_filter",
 ]

@@ -7,8 +7,10 @@ isolation levels and limits.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
-import itertools
+import glob
 import os
 import select
 import shutil
@@ -20,7 +22,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,10 +62,21 @@ it also bounds the cost of one measurement (tens of milliseconds at this size)."
 
 _DISK_POLL_S = 0.25  # how often a running (writable) command's workspace is measured, at most
 _DRAIN_S = 0.2  # without a pid namespace: how long leftovers holding the pipe may delay a result
-_UID_BASE = 2_000_000_000  # dropped uids: 2e9 + (pid % 100000) * 1000 + n (far from real users)
-_UID_COUNTER = itertools.count()
+# Dropped uids (far from real users and from the Python sandbox's): 2e9 + pid * 512 + slot,
+# two per live Shell (the agent's, the grader's). pid_max is at most 2**22, so every host
+# pid owns 512 uids of its own below 2**32 - 1; within a process a slot is held from the
+# Shell's creation to its close, so no two live Shells ever share a uid.
+_UID_BASE = 2_000_000_000
+_UIDS_PER_PID = 512
+_UID_SLOTS: set[int] = set()  # the slots (pairs of uids) held by live Shells of this process
 _UID_LOCK = threading.Lock()
 _WARNED = False
+_SECCOMP_FD = "<seccomp fd>"  # placeholder in a bwrap argv, replaced by the fd of each run
+_AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")  # what setpriv needs to drop a run
+# The grader (test driver) keeps these, as ambient capabilities of its own uid: to run the
+# agent's programs as the agent (setuid/setgid/setpcap) and to read every file of the
+# workspace whatever its mode (dac_read_search; open_by_handle_at is denied by seccomp).
+_GRADER_CAPS = ("setuid", "setgid", "setpcap", "dac_read_search")
 
 # Bash refuses to raise a hard limit, so the agent's command cannot undo these. Units: KiB
 # for -f and -v (bash's defaults outside POSIX mode).
@@ -152,22 +165,178 @@ class _HeadTail:
         return f"{head}\n[... {cut} bytes omitted ...]\n{tail}"
 
 
-def _remove_tree(path: str) -> None:
-    """``rm -rf`` that also gets through directories a command made unwritable."""
+_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FD_WINDOW = 64  # directory fds a walk keeps open on its current path; deeper ones reopen ".."
+_VANISHED = (FileNotFoundError, NotADirectoryError)  # removed or replaced while a command runs
 
-    def retry(func, target, _exc):  # noqa: ANN001 - shutil's callback signature
+
+class _Moved(OSError):
+    """A directory on a walk's current path was moved while the walk ran."""
+
+
+class _Stop(Exception):
+    """Raised by a visitor to end a walk early."""
+
+
+@dataclass(slots=True)
+class _Frame:
+    fd: int | None
+    dev: int
+    ino: int
+    name: str
+    pending: list[str] | None = None
+
+
+def _open_dir(name: str, dir_fd: int | None, fix_perms: bool) -> int:
+    """Open the directory ``name`` (never through a symlink). With ``fix_perms``, one a
+    command made unreadable (``chmod 000``, which stops a non-root host) is opened by
+    giving its owner ``rwx`` for a moment; its mode is put back at once."""
+    try:
+        return os.open(name, _O_DIR, dir_fd=dir_fd)
+    except PermissionError:
+        if not fix_perms:
+            raise
+        mode = stat.S_IMODE(os.lstat(name, dir_fd=dir_fd).st_mode)
+        os.chmod(name, mode | stat.S_IRWXU, dir_fd=dir_fd)
         try:
-            parent = os.path.dirname(target)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, stat.S_IRWXU)
-            func(target)
+            return os.open(name, _O_DIR, dir_fd=dir_fd)
+        finally:
+            os.chmod(name, mode, dir_fd=dir_fd)
+
+
+def _walk(
+    top: str,
+    visit: Callable[[int, str, os.stat_result], bool],
+    leave: Callable[[int, str], None] | None = None,
+    *,
+    fix_perms: bool = True,
+) -> None:
+    """Walk the directory tree at ``top`` depth first, without recursion and by fds.
+
+    Every name is resolved relative to its directory's file descriptor, so no path
+    grows with the depth (no ``ENAMETOOLONG`` past 4,096 bytes, no ``RecursionError``
+    at any depth) and no symlink is ever followed. At most `_FD_WINDOW` directory fds
+    stay open: deeper directories are left by opening ``..``, checked to be the
+    directory the walk came from (`_Moved` when a command moved it meanwhile).
+
+    Args:
+        top: the root of the tree (a directory; not itself visited).
+        visit: ``visit(dir_fd, name, lstat)`` for each entry, in its directory's fd;
+            return True to descend into it (only for a directory). It may remove the
+            entry, or raise `_Stop` to end the walk.
+        leave: ``leave(parent_fd, name)`` after a directory's whole subtree.
+        fix_perms: open unreadable directories (see `_open_dir`).
+
+    Raises:
+        OSError: what the walk could not get past (entries that vanish under it are
+            skipped); `_Moved`; `_Stop` from ``visit``.
+    """
+    fd = os.open(top, _O_DIR)
+    st = os.fstat(fd)
+    stack = [_Frame(fd, st.st_dev, st.st_ino, "")]
+    try:
+        while stack:
+            frame = stack[-1]
+            assert frame.fd is not None
+            if frame.pending is None:
+                frame.pending = []
+                with os.scandir(frame.fd) as it:
+                    for entry in it:
+                        try:
+                            est = os.lstat(entry.name, dir_fd=frame.fd)
+                        except _VANISHED:
+                            continue
+                        if visit(frame.fd, entry.name, est) and stat.S_ISDIR(est.st_mode):
+                            frame.pending.append(entry.name)
+            if frame.pending:
+                name = frame.pending.pop()
+                try:
+                    child = _open_dir(name, frame.fd, fix_perms)
+                except _VANISHED:
+                    continue
+                except OSError as e:
+                    if e.errno == errno.ELOOP:  # replaced by a symlink meanwhile
+                        continue
+                    raise
+                cst = os.fstat(child)
+                if len(stack) > _FD_WINDOW:
+                    os.close(frame.fd)
+                    frame.fd = None
+                stack.append(_Frame(child, cst.st_dev, cst.st_ino, name))
+                continue
+            stack.pop()
+            if not stack:
+                os.close(frame.fd)
+                break
+            parent = stack[-1]
+            if parent.fd is None:
+                up = os.open("..", _O_DIR, dir_fd=frame.fd)
+                ust = os.fstat(up)
+                if (ust.st_dev, ust.st_ino) != (parent.dev, parent.ino):
+                    os.close(up)
+                    raise _Moved(errno.ESTALE, "a directory moved while the walk ran", frame.name)
+                parent.fd = up
+            os.close(frame.fd)
+            frame.fd = None
+            if leave is not None:
+                leave(parent.fd, frame.name)
+    finally:
+        for frame in stack:
+            if frame.fd is not None:
+                os.close(frame.fd)
+
+
+def _remove_tree(path: str) -> None:
+    """``rm -rf path`` that never raises, at any depth or path length.
+
+    Gets through directories a command made unreadable or unwritable. Best effort: what
+    cannot be removed (another process still writing there) is left, silently.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+
+    def visit(dir_fd: int, name: str, est: os.stat_result) -> bool:
+        if stat.S_ISDIR(est.st_mode):
+            return True
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except PermissionError:  # the directory lost its write bit (non-root host)
+            with contextlib.suppress(OSError):
+                os.fchmod(dir_fd, stat.S_IRWXU)
+                os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            pass
+        return False
+
+    def leave(parent_fd: int, name: str) -> None:
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except PermissionError:
+            with contextlib.suppress(OSError):
+                os.fchmod(parent_fd, stat.S_IRWXU)
+                os.rmdir(name, dir_fd=parent_fd)
         except OSError:
             pass
 
-    if os.path.lexists(path):
+    for _ in range(3):  # a walk cut short (a directory moved under it) is simply redone
         try:
-            shutil.rmtree(path, onerror=retry)
+            _walk(path, visit, leave)
+        except Exception:  # noqa: BLE001 - removal is best effort and must never raise
+            pass
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except PermissionError:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.dirname(path) or ".", stat.S_IRWXU | stat.S_IXGRP | stat.S_IXOTH)
         except OSError:
             pass
 
@@ -175,60 +344,142 @@ def _remove_tree(path: str) -> None:
 def _disk_usage(path: str, max_bytes: int | None, max_entries: int | None) -> tuple[int, int, bool]:
     """Disk use of the tree at ``path``: ``(bytes, entries, over_limit)``.
 
-    One linear `os.scandir` walk that never follows symlinks (a link counts as itself) and
-    stops as soon as ``max_bytes`` or ``max_entries`` is passed. Bytes are allocated blocks
-    (``st_blocks * 512``, what fills a disk: a sparse file counts what it really uses); a
-    file with several hard links counts once. A directory the walk cannot read (a
-    command's ``chmod 000``) is opened for the walk (``u+rx``) and its mode put back; if
-    that fails too, the tree cannot be measured and counts as over the limit.
+    One linear walk by directory fds (`_walk`: any depth, any path length, never
+    follows symlinks: a link counts as itself) that stops as soon as ``max_bytes`` or
+    ``max_entries`` is passed. Bytes are allocated blocks (``st_blocks * 512``, what
+    fills a disk: a sparse file counts what it really uses); a file with several hard
+    links counts once. A directory a command made unreadable is opened for the walk and
+    its mode put back. It fails closed: a tree that cannot be measured (an error other
+    than an entry vanishing under the walk, or directories moved under it three walks
+    in a row) counts as over the limit.
     """
     total = 0
     entries = 0
     seen: set[tuple[int, int]] = set()
-    stack = [path]
-    while stack:
-        directory = stack.pop()
-        restore: int | None = None
+
+    def visit(_dir_fd: int, _name: str, st: os.stat_result) -> bool:
+        nonlocal total, entries
+        entries += 1
+        if max_entries is not None and entries > max_entries:
+            raise _Stop
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                return False
+            seen.add(key)
+        total += st.st_blocks * 512
+        if max_bytes is not None and total > max_bytes:
+            raise _Stop
+        return stat.S_ISDIR(st.st_mode)
+
+    for _ in range(3):
+        total = entries = 0
+        seen.clear()
         try:
-            try:
-                it = os.scandir(directory)
-            except PermissionError:
-                restore = stat.S_IMODE(os.lstat(directory).st_mode)
-                os.chmod(directory, restore | stat.S_IRUSR | stat.S_IXUSR)
-                it = os.scandir(directory)
-        except PermissionError:
+            _walk(path, visit)
+        except _Stop:
             return total, entries, True
-        except OSError:  # removed or replaced while a command runs
+        except _Moved:
             continue
+        except OSError:
+            return total, entries, True
+        return total, entries, False
+    return total, entries, True
+
+
+def _chown_tree(path: str, uid: int) -> None:
+    """Give ``path`` and everything under it (links themselves, not their targets) to ``uid``."""
+    os.lchown(path, uid, uid)
+
+    def visit(dir_fd: int, name: str, st: os.stat_result) -> bool:
+        with contextlib.suppress(OSError):
+            os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+        return stat.S_ISDIR(st.st_mode)
+
+    _walk(path, visit)
+
+
+def _take_uid_slot() -> int:
+    with _UID_LOCK:
+        for slot in range(_UIDS_PER_PID // 2):
+            if slot not in _UID_SLOTS:
+                _UID_SLOTS.add(slot)
+                return slot
+    raise SandboxUnavailable(
+        f"gem_core.sandbox.Shell: {_UIDS_PER_PID // 2} Shells are alive in this process, each "
+        "holding two uids of its own; close() the ones you no longer need (or run more processes)")
+
+
+def _release(root_dir: list[str | None], slot: int | None) -> None:
+    """Finalizer of a `Shell`: remove its files and give its uids back."""
+    if root_dir[0] is not None:
+        _remove_tree(root_dir[0])
+        root_dir[0] = None
+    if slot is not None:
+        with _UID_LOCK:
+            _UID_SLOTS.discard(slot)
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    """The filter of every bubblewrap run (`gem_core.sandbox.seccomp`), or ``None`` with a
+    `ReducedIsolationWarning` when this machine has no table or bubblewrap refuses it."""
+    from gem_core.sandbox import seccomp
+
+    try:
+        program = seccomp.build_filter()
+    except SandboxUnavailable as e:
+        why = str(e)
+    else:
+        fd = seccomp.filter_fd(program)
         try:
-            with it:
-                for entry in it:
-                    entries += 1
-                    if max_entries is not None and entries > max_entries:
-                        return total, entries, True
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(entry.path)
-                    elif st.st_nlink > 1:
-                        key = (st.st_dev, st.st_ino)
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                    total += st.st_blocks * 512
-                    if max_bytes is not None and total > max_bytes:
-                        return total, entries, True
-        except OSError:  # the directory went away under the walk
-            pass
+            proc = subprocess.run(
+                [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
+                 "--seccomp", str(fd), "--", "/bin/true"],
+                pass_fds=(fd,), capture_output=True, text=True, timeout=30, check=False)
+            why = None if proc.returncode == 0 else (
+                f"bwrap --seccomp failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        except (OSError, subprocess.SubprocessError) as e:
+            why = f"bwrap --seccomp failed: {type(e).__name__}: {e}"
         finally:
-            if restore is not None:
-                try:
-                    os.chmod(directory, restore)
-                except OSError:
-                    pass
-    return total, entries, False
+            os.close(fd)
+        if why is None:
+            return program
+    warnings.warn(
+        f"gem_core.sandbox.Shell: no seccomp filter ({why}); shell commands may use ptrace "
+        "and create user namespaces (other processes of the same uid are then exposed where "
+        "the kernel's Yama LSM does not restrict ptrace)", ReducedIsolationWarning, stacklevel=4)
+    return None
+
+
+def _package_dirs() -> list[str]:
+    """The installed ``gem_core`` package and its metadata (``*.dist-info``) directories."""
+    import gem_core
+
+    package = os.path.dirname(os.path.realpath(gem_core.__file__))
+    parent = os.path.dirname(package)
+    found = [package]
+    for pattern in ("gem_core-*.dist-info", "gem_core-*.egg-info", "gem_core.egg-info",
+                    "gem-core-*.dist-info"):
+        found += sorted(glob.glob(os.path.join(glob.escape(parent), pattern)))
+    return found
+
+
+def _hidden_dirs() -> list[str]:
+    """What a sandboxed command must not see although it lies in a bound system directory:
+    the installed ``gem_core`` (terminal tasks' ``test.sh``/``solution.sh``, data samples)
+    and ``$GEM_DATA_DIR`` (datasets with their answers); masked with an empty tmpfs."""
+    candidates = list(_package_dirs())
+    data = os.environ.get("GEM_DATA_DIR")
+    if data:
+        candidates.append(os.path.expanduser(data))
+    bound = [os.path.realpath(d) for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    hidden = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and any(real == b or real.startswith(b + "/") for b in bound):
+            hidden.append(real)
+    return sorted(set(hidden))
 
 
 @functools.lru_cache(maxsize=1)
@@ -240,17 +491,6 @@ def _bwrap_has_size() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return "--size" in proc.stdout + proc.stderr
-
-
-def _chown_tree(path: str, uid: int) -> None:
-    """Give ``path`` and everything under it (links themselves, not their targets) to ``uid``."""
-    os.lchown(path, uid, uid)
-    for directory, dirs, files in os.walk(path):
-        for name in dirs + files:
-            try:
-                os.lchown(os.path.join(directory, name), uid, uid)
-            except OSError:
-                pass
 
 
 def _warn_reduced(isolation: Isolation, reasons: dict[str, str]) -> None:
@@ -387,17 +627,21 @@ class Shell:
         self._max_processes = int(max_processes)
         root = os.geteuid() == 0
         self._setpriv = shutil.which("setpriv") if root else None
-        self._uid: int | None = None
+        self._uid: int | None = None  # the agent's commands and programs
+        self._grader_uid: int | None = None  # the test driver of a grader run
+        slot = None
         if self._setpriv is not None:
-            with _UID_LOCK:
-                n = next(_UID_COUNTER) % 1000
-            self._uid = _UID_BASE + (os.getpid() % 100_000) * 1000 + n
-        self._root_dir: str | None = None
+            slot = _take_uid_slot()
+            self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
+            self._grader_uid = self._uid + 1
+        self._seccomp = _seccomp_program() if level == "bwrap" else None
+        self._hidden = _hidden_dirs() if level == "bwrap" else []
+        self._root: list[str | None] = [None]  # shared with the finalizer
         self._workspace: str | None = None
         self._snapshots: dict[str, str] = {}
         self._closed = False
         self._runs = 0
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer = weakref.finalize(self, _release, self._root, slot)
 
     # -- workspace ------------------------------------------------------------------
 
@@ -466,12 +710,15 @@ class Shell:
         """The keys of the saved snapshots."""
         return tuple(self._snapshots)
 
+    @property
+    def _root_dir(self) -> str | None:
+        return self._root[0]
+
     def _ensure_root(self) -> str:
-        if self._root_dir is None:
-            self._root_dir = tempfile.mkdtemp(prefix="gem-shell-")
-            os.chmod(self._root_dir, 0o711)  # a dropped uid must traverse it (no bwrap)
-            self._finalizer = weakref.finalize(self, _remove_tree, self._root_dir)
-        return self._root_dir
+        if self._root[0] is None:
+            self._root[0] = tempfile.mkdtemp(prefix="gem-shell-")
+            os.chmod(self._root[0], 0o711)  # a dropped uid must traverse it (no bwrap)
+        return self._root[0]
 
     @staticmethod
     def _copy_tree(source: str, target: str) -> None:
@@ -512,8 +759,7 @@ class Shell:
         self._closed = True
         self._workspace = None
         self._snapshots.clear()
-        if self._finalizer is not None:
-            self._finalizer()
+        self._finalizer()
 
     @property
     def closed(self) -> bool:
@@ -542,6 +788,7 @@ class Shell:
         timeout: float | None = None,
         read_only: bool = False,
         files: Mapping[str, str | bytes] | None = None,
+        grader: bool = False,
     ) -> ShellResult:
         """Run ``command`` with ``bash -c`` in the workspace and wait for it.
 
@@ -556,6 +803,15 @@ class Shell:
             files: ``{name: content}`` written to a fresh read-only directory outside the
                 workspace for this run only; its path is in ``$GEM_TASK_DIR``
                 (``/task`` under bubblewrap). Names are plain file names.
+            grader: run ``command`` as this shell's grader uid instead of the agent's
+                (where the shell drops uids: a root host): it may read every file of the
+                workspace whatever its mode, ``files`` are readable by it alone (mode
+                0400 in a 0500 directory), and the bash function ``as_agent`` runs a
+                program as the agent uid without any capability (``as_agent python3
+                stats.py``). Use it for a test script that runs the agent's own programs:
+                those cannot read the test, signal it or trace it. Without a dropped uid
+                (a non-root host) both are the host's uid and ``as_agent`` just runs the
+                program.
 
         Returns:
             The `ShellResult`; the command's failures (exit codes, timeouts, limits) are
@@ -582,29 +838,41 @@ class Shell:
         timeout = self.timeout_s if timeout is None else float(timeout)
         if not timeout > 0:
             raise InvalidArgument(f"Shell.run(timeout=...) must be positive, got {timeout!r}")
+        grader = bool(grader) and self._grader_uid is not None
         extra: list[str] = []
         try:
-            task_dir = self._write_files(files, extra) if files else None
+            owner = self._grader_uid if grader else self._uid
+            task_dir = self._write_files(files, extra, owner) if files else None
             workspace = self._workspace
-            if read_only and self.isolation != "bwrap":
-                workspace = os.path.join(self._ensure_root(), f"copy-{time.monotonic_ns()}")
-                extra.append(workspace)
-                self._copy_tree(self._workspace, workspace)
-                if self._uid is not None:  # the command must read what the agent's uid could
-                    _chown_tree(workspace, self._uid)
-            argv, env, cwd = self._command(data, workspace, read_only, task_dir, timeout)
+            home = None
+            if self.isolation != "bwrap":
+                home = self._private_tmp(extra if grader else None, owner)
+                if read_only:
+                    workspace = os.path.join(self._ensure_root(), f"copy-{time.monotonic_ns()}")
+                    extra.append(workspace)
+                    try:
+                        self._copy_tree(self._workspace, workspace)
+                        if self._uid is not None:  # the agent's programs must read what it could
+                            _chown_tree(workspace, self._uid)
+                    except Exception as e:  # noqa: BLE001 - an agent's tree must not crash the caller
+                        return ShellResult(
+                            output=f"gem shell: the workspace could not be copied for a read-only "
+                                   f"run ({type(e).__name__}: {e})\n", exit_code=126)
+            argv, env, cwd = self._command(data, workspace, read_only, task_dir, timeout, grader, home)
             measure = not read_only and (self.max_workspace_bytes is not None
                                          or self.max_workspace_files is not None)
-            return self._execute(argv, env, cwd, timeout, self._workspace if measure else None)
+            return self._execute(argv, env, cwd, timeout, self._workspace if measure else None, grader)
         finally:
             for path in extra:
                 _remove_tree(path)
 
-    def _write_files(self, files: Mapping[str, str | bytes], made: list[str]) -> str:
+    def _write_files(self, files: Mapping[str, str | bytes], made: list[str], owner: int | None) -> str:
         assert self._root_dir is not None
         directory = os.path.join(self._root_dir, f"files-{time.monotonic_ns()}")
-        os.mkdir(directory, 0o755)
+        os.mkdir(directory, 0o700)
         made.append(directory)
+        # Readable by the uid that runs the command (its owner) alone where uids are dropped.
+        file_mode, dir_mode = (0o400, 0o500) if owner is not None else (0o444, 0o555)
         for name, content in files.items():
             if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
                 raise InvalidArgument(f"Shell.run(files=...) names must be plain file names, got {name!r}")
@@ -612,11 +880,34 @@ class Shell:
             path = os.path.join(directory, name)
             with open(path, "wb") as f:
                 f.write(raw)
-            os.chmod(path, 0o444)
-        os.chmod(directory, 0o555)
+            if owner is not None:
+                os.chown(path, owner, owner)
+            os.chmod(path, file_mode)
+        if owner is not None:
+            os.chown(directory, owner, owner)
+        os.chmod(directory, dir_mode)
         return directory
 
-    def _env(self, home: str, task_dir: str | None, timeout: float) -> dict[str, str]:
+    def _private_tmp(self, made: list[str] | None, owner: int | None) -> str:
+        """``$TMPDIR`` without bubblewrap: the agent's (kept until the next reset), or a
+        fresh one per grader run, which the agent's programs it runs may use too."""
+        root = self._ensure_root()
+        if made is None:
+            home = os.path.join(root, "tmp")
+            if not os.path.isdir(home):
+                os.mkdir(home, 0o700)
+                if owner is not None:
+                    os.chown(home, owner, owner)
+            return home
+        home = os.path.join(root, f"tmp-grader-{time.monotonic_ns()}")
+        os.mkdir(home)
+        made.append(home)
+        if owner is not None:
+            os.chown(home, owner, owner)
+        os.chmod(home, 0o1777)
+        return home
+
+    def _env(self, home: str, task_dir: str | None, timeout: float, grader: bool) -> dict[str, str]:
         if self._uid is not None:
             nproc = self._max_processes
         else:
@@ -637,22 +928,32 @@ class Shell:
         }
         if task_dir is not None:
             env["GEM_TASK_DIR"] = TASK_DIR if self.isolation == "bwrap" else task_dir
+        if grader:
+            # An exported bash function (bash imports BASH_FUNC_<name>%% from the environment).
+            drop = " ".join(self._dropper(self._uid))
+            env["BASH_FUNC_as_agent%%"] = f'() {{ {drop} "$@"; }}'
         return env
 
-    def _dropper(self) -> list[str]:
-        if self._setpriv is None or self._uid is None:
+    def _dropper(self, uid: int | None, caps: tuple[str, ...] = ()) -> list[str]:
+        """``setpriv`` to ``uid`` with no capabilities, or with ``caps`` kept as ambient
+        ones (the grader); ``[]`` where uids are not dropped."""
+        if self._setpriv is None or uid is None:
             return []
-        uid = str(self._uid)
-        return [self._setpriv, "--reuid", uid, "--regid", uid, "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        keep = "".join(f",+{cap}" for cap in caps)
+        return [self._setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
+                f"--inh-caps=-all{keep}", f"--ambient-caps=-all{keep}",
+                f"--bounding-set=-all{keep}", "--no-new-privs", "--"]
 
     def _command(
-        self, data: bytes, workspace: str, read_only: bool, task_dir: str | None, timeout: float
+        self, data: bytes, workspace: str, read_only: bool, task_dir: str | None, timeout: float,
+        grader: bool, home: str | None,
     ) -> tuple[list[str | bytes], dict[str, str], str]:
         bash: list[str | bytes] = ["/bin/bash", "--noprofile", "--norc", "-c", _LIMITS_SCRIPT,
                                    "gem-shell", data]
+        dropper = (self._dropper(self._grader_uid, _GRADER_CAPS) if grader
+                   else self._dropper(self._uid))
         if self.isolation == "bwrap":
-            env = self._env("/tmp", task_dir, timeout)
+            env = self._env("/tmp", task_dir, timeout, grader)
             cmd: list[str | bytes] = [
                 shutil.which("bwrap") or "bwrap", "--unshare-net", "--unshare-pid",
                 "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
@@ -664,6 +965,8 @@ class Shell:
                     cmd += ["--symlink", os.readlink(path), path]
                 elif os.path.isdir(path):
                     cmd += ["--ro-bind", path, path]
+            for path in self._hidden:  # the installed gem_core, datasets: an empty tmpfs
+                cmd += ["--tmpfs", path, "--remount-ro", path]
             cmd += ["--perms", "0755", "--dir", "/etc"]
             for path in _ETC_FILES:
                 cmd += ["--ro-bind-try", path, path]
@@ -677,32 +980,32 @@ class Shell:
             if os.geteuid() == 0:
                 cmd += ["--cap-drop", "ALL"]
                 if self._uid is not None:  # what setpriv needs to drop to the uid, nothing more
-                    cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                            "--cap-add", "CAP_SETPCAP"]
+                    caps = _AGENT_CAPS + (("CAP_DAC_READ_SEARCH",) if grader else ())
+                    for cap in caps:
+                        cmd += ["--cap-add", cap]
+            if self._seccomp is not None:
+                cmd += ["--seccomp", _SECCOMP_FD]  # the fd number is substituted in _execute
             cmd += ["--chdir", WORKSPACE]
-            return cmd + self._dropper() + bash, {"PATH": "/usr/bin:/bin"}, "/"
-        assert self._root_dir is not None
-        home = os.path.join(self._root_dir, "tmp")
-        if not os.path.isdir(home):
-            os.mkdir(home, 0o700)
-            if self._uid is not None:
-                os.chown(home, self._uid, self._uid)
+            return cmd + dropper + bash, {"PATH": "/usr/bin:/bin"}, "/"
+        assert home is not None
         prefix: list[str | bytes] = []
         if self.isolation == "netns":
             unshare = shutil.which("unshare") or "unshare"
             user = [] if os.geteuid() == 0 else ["--map-root-user"]
             prefix = [unshare, *user, "--net", "--pid", "--fork", "--kill-child"]
-        return prefix + self._dropper() + bash, self._env(home, task_dir, timeout), workspace
+        return prefix + dropper + bash, self._env(home, task_dir, timeout, grader), workspace
 
-    def _kill_uid(self) -> None:
-        """Kill every process of this shell's uid (what escaped the process group).
+    def _kill_uid(self, uid: int | None) -> None:
+        """Kill every process of ``uid``, one of this shell's (what escaped the process group).
 
         Without bubblewrap there may be no pid namespace to end with the command, but a
         dropped uid belongs to this shell alone, so ``kill -KILL -1`` under it finds the
         leftovers (``setsid`` daemons included).
         """
+        if uid is None:
+            return
         try:
-            subprocess.run([*self._dropper(), "/bin/kill", "-KILL", "--", "-1"],
+            subprocess.run([*self._dropper(uid), "/bin/kill", "-KILL", "--", "-1"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=5, check=False)
         except (OSError, subprocess.SubprocessError):
@@ -710,16 +1013,28 @@ class Shell:
 
     def _execute(
         self, argv: list[str | bytes], env: dict[str, str], cwd: str, timeout: float,
-        watch: str | None,
+        watch: str | None, grader: bool,
     ) -> ShellResult:
         start = time.monotonic()
         deadline = start + timeout
         next_check = start + _DISK_POLL_S
         over = killed = False  # killed: caught over the workspace limit while running
         capture = _HeadTail(self.max_output_bytes)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                start_new_session=True, close_fds=True)
+        pass_fds: tuple[int, ...] = ()
+        if _SECCOMP_FD in argv:
+            from gem_core.sandbox.seccomp import filter_fd
+
+            assert self._seccomp is not None
+            seccomp_fd = filter_fd(self._seccomp)
+            pass_fds = (seccomp_fd,)
+            argv = [str(seccomp_fd) if a is _SECCOMP_FD else a for a in argv]
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                    start_new_session=True, close_fds=True, pass_fds=pass_fds)
+        finally:
+            for pass_fd in pass_fds:
+                os.close(pass_fd)
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         timed_out = False
@@ -767,8 +1082,10 @@ class Shell:
             except subprocess.TimeoutExpired:  # pragma: no cover - an unkillable process
                 proc.kill()
                 proc.wait()
-            if self.isolation != "bwrap" and self._uid is not None:
-                self._kill_uid()
+            if self.isolation != "bwrap":
+                self._kill_uid(self._uid)
+                if grader:
+                    self._kill_uid(self._grader_uid)
         code = proc.returncode
         used = files = None
         if watch is not None:  # the final count, after every process of the command is gone

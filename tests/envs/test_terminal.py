@@ -410,3 +410,100 @@ def test_filling_the_workspace_ends_the_episode_and_deletes_it():
         env.close()
     with pytest.raises(InvalidArgument, match=r"TerminalEnv\(max_workspace_mb=...\) must be positive or None \(no cap\), got -1"):
         TerminalEnv("count-lines", max_workspace_mb=-1)
+
+
+# ----------------------------------------------------------------------------- the test driver
+# Programs of the agent that a task's test runs (python-bugfix's stats.py) run as the agent's
+# uid, the test as the grader's: they cannot read the test's expected values nor steer it.
+
+_READ_THE_TEST = r'''
+import os, sys
+texts = []
+for path in [os.path.join(os.environ.get("GEM_TASK_DIR", "/task"), "test.sh"), "/task/test.sh"]:
+    try:
+        texts.append(open(path).read())
+    except OSError as e:
+        print("cannot read", path, e, file=sys.stderr)
+for pid in filter(str.isdigit, os.listdir("/proc")):  # bash keeps its script open on fd 255
+    for what in ("fd/255", "mem"):
+        try:
+            with open(f"/proc/{pid}/{what}", "rb") as f:
+                texts.append(f.read(1 << 16).decode("latin-1"))
+        except OSError:
+            pass
+values = [line.strip() for line in open(sys.argv[1]) if line.strip()]
+for line in "\n".join(texts).splitlines():
+    line = line.strip()
+    if line.startswith('check "'):
+        expected, _, rest = line[7:].partition('"')
+        if rest.split() == values:
+            print(expected)
+            break
+else:
+    print("mean=0 median=0")
+'''
+
+# Attach to the test script's bash and turn the system call it waits in into exit_group(0).
+_PTRACE_THE_TEST = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in (
+        "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags "
+        "rsp ss fs_base gs_base ds es fs gs").split()]
+for pid in sorted(map(int, filter(str.isdigit, os.listdir("/proc")))):  # the script, then $(...)
+    try:
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"test.sh" not in cmdline or pid == os.getpid():
+        continue
+    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+        print("attach", pid, os.strerror(ctypes.get_errno()), file=sys.stderr)
+        continue
+    os.waitpid(pid, 0)
+    regs = Regs()
+    libc.ptrace(12, pid, None, ctypes.byref(regs))  # PTRACE_GETREGS
+    regs.orig_rax, regs.rdi = 231, 0  # the restarted call becomes exit_group(0)
+    libc.ptrace(13, pid, None, ctypes.byref(regs))  # PTRACE_SETREGS
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    break
+print("mean=0 median=0")
+'''
+
+
+def _plant_stats(program: str) -> str:
+    return f"<bash>cat > stats.py <<'PY'\n{program}\nPY\n</bash>"
+
+
+@requires_bwrap
+def test_the_program_under_test_cannot_read_the_test_script():
+    """Regression: stats.py ran with the test's uid and printed the expected values it read
+    from $GEM_TASK_DIR/test.sh (or the script's fd 255), passing python-bugfix unsolved."""
+    env = make_env("python-bugfix")
+    try:
+        env.reset(seed=0)
+        assert env.step(_plant_stats(_READ_THE_TEST))[4]["exit_code"] == 0
+        _, reward, terminated, _, info = env.step("<finish>")
+        assert (reward, terminated, info["success"]) == (0.0, True, False), info["test_output"]
+        assert "Permission denied: '/task/test.sh'" in info["test_output"]
+        assert "mean=0 median=0', expected 'mean=2.5 median=2.5'" in info["test_output"]
+    finally:
+        env.close()
+
+
+@requires_bwrap
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the ptrace payload is x86-64 code")
+def test_the_program_under_test_cannot_ptrace_the_test_script():
+    """Regression: stats.py ptraced the test's bash (same uid, no Yama) into exit(0)."""
+    env = make_env("python-bugfix")
+    try:
+        env.reset(seed=0)
+        assert env.step(_plant_stats(_PTRACE_THE_TEST))[4]["exit_code"] == 0
+        _, reward, _, _, info = env.step("<finish>")
+        assert (reward, info["success"]) == (0.0, False), info["test_output"]
+        assert "attach" in info["test_output"] and "Operation not permitted" in info["test_output"]
+    finally:
+        env.close()

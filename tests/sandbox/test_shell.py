@@ -341,3 +341,40 @@ def test_the_private_tmp_is_capped_too():
         assert "No space left on device" in result.output and result.output.endswith("rc=1\n")
         assert not result.workspace_over_limit  # /tmp is memory, not the workspace
         assert sh.run("head -c 4194304 /dev/zero > /tmp/y && echo fits").output == "fits\n"
+
+
+# ------------------------------------------------------------------ grader runs
+
+
+@requires_bwrap
+@requires_python3
+def test_a_grader_run_keeps_its_files_and_process_from_the_agents_programs(sh):
+    """Regression: a test script and the agent's program it ran shared one uid, so the
+    program could read the script (its expected values) and trace or signal it."""
+    if sh._uid is None:
+        pytest.skip("two identities need a root host (a uid of its own for the grader)")
+    assert sh.run("mkdir private && echo s3cret > private/key && chmod 600 private/key && chmod 700 private").ok
+    probe = (
+        "import os, signal\n"
+        "for path in ('/task/test.sh', f'/proc/{os.getppid()}/mem', f'/proc/{os.getppid()}/fd/255'):\n"
+        "    try:\n"
+        "        open(path, 'rb').read(1); print('READ', path)\n"
+        "    except OSError as e:\n"
+        "        print('denied', e.strerror)\n"
+        "try:\n"
+        "    os.kill(os.getppid(), signal.SIGKILL); print('KILLED')\n"
+        "except OSError as e:\n"
+        "    print('denied', e.strerror)\n"
+    )
+    command = ('cat private/key && id -u && cat > /tmp/probe.py <<\'PY\'\n' + probe + 'PY\n'
+               'as_agent id -u && as_agent python3 /tmp/probe.py && echo driver-alive')
+    result = sh.run(command, read_only=True, grader=True, files={"test.sh": "echo expected=42\n"})
+    lines = result.output.splitlines()
+    assert result.ok, result.output
+    assert lines[0] == "s3cret"  # the grader reads the agent's files whatever their modes
+    grader_uid, agent_uid = int(lines[1]), int(lines[2])
+    assert grader_uid != agent_uid == sh._uid
+    assert lines[3:] == ["denied Permission denied"] * 3 + ["denied Operation not permitted", "driver-alive"]
+    # An ordinary run is the agent's: its files are readable by it, and as_agent is absent.
+    plain = sh.run('id -u; cat "$GEM_TASK_DIR/t"; type as_agent >/dev/null 2>&1 || echo none', files={"t": "x\n"})
+    assert plain.output == f"{agent_uid}\nx\nnone\n"

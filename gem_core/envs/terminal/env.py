@@ -250,7 +250,7 @@ class TerminalEnv(Env[str, str]):
     def _run_tests(self) -> tuple[bool, str]:
         assert self.task is not None
         result = self.shell.run('bash "$GEM_TASK_DIR/test.sh"', timeout=self.test_timeout_s,
-                                read_only=True, files={"test.sh": self.task.test})
+                                read_only=True, files={"test.sh": self.task.test}, grader=True)
         output = result.output
         if result.timed_out:
             output += f"\n[the tests timed out after {self.test_timeout_s:g} s]"

@@ -9,10 +9,12 @@ check_backup() {  # check_backup <dir>
 }
 [ -f backup.sh ] || fail "backup.sh is missing"
 check_backup . "in the workspace"
-scratch=$(mktemp -d)
+# This script runs as the grader; backup.sh runs as the agent (as_agent), so it cannot read
+# this file nor trace or signal this shell. It may write in the scratch copy (its backup/).
+scratch=$(mktemp -d) && chmod 777 "$scratch" || fail "no scratch directory"
 cp -r notes backup.sh "$scratch"/
 echo "new" > "$scratch/notes/late entry.txt"
-out=$(cd "$scratch" && bash backup.sh 2>&1) || fail "bash backup.sh failed on a fresh copy: $out"
+out=$(cd "$scratch" && as_agent bash backup.sh 2>&1) || fail "bash backup.sh failed on a fresh copy: $out"
 [ "$out" = "backed up 4 files" ] || fail "bash backup.sh printed '$out', expected 'backed up 4 files'"
 [ -f "$scratch/backup/late entry.txt" ] || fail "a fresh run did not copy 'late entry.txt'"
 [ ! -e "$scratch/backup/image.png" ] || fail "image.png must not be copied"

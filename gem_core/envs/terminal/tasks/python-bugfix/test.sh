@@ -3,11 +3,14 @@
 export LC_ALL=C
 fail() { echo "FAIL: $*"; exit 1; }
 [ -f stats.py ] || fail "stats.py is missing"
-scratch=$(mktemp -d)
+# This script runs as the grader; stats.py runs as the agent (as_agent), so it cannot read
+# this file (the expected values) nor trace or signal this shell. The scratch directory
+# holds only its input, readable by the agent but not writable.
+scratch=$(mktemp -d) && chmod 755 "$scratch" || fail "no scratch directory"
 check() {  # check <expected output> <numbers...>
     expected=$1; shift
     printf '%s\n' "$@" > "$scratch/in.txt"
-    got=$(cd "$scratch" && python3 "$OLDPWD/stats.py" in.txt 2>&1)
+    got=$(cd "$scratch" && as_agent python3 "$OLDPWD/stats.py" in.txt 2>&1)
     [ "$got" = "$expected" ] || fail "stats.py on [$*] printed '$got', expected '$expected'"
 }
 check "mean=2.5 median=2.5" 4 1 3 2
