@@ -156,3 +156,23 @@ def test_state_summary_and_render():
 def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="num_disks"):
         TowerofHanoiEnv(num_disks=0)
+
+
+def test_move_grammar_is_the_former_regex():
+    # The scanner that replaced the backtracking regex accepts exactly the same texts.
+    import re
+
+    from tests.envs.games._grammar import SPACES, check_against_regex
+
+    former = re.compile(r"\s*([A-Za-z])\s*(?:,|->|→|to)?\s*([A-Za-z])\s*\.?\s*", re.IGNORECASE)
+    env = gem_core.make("game:TowerofHanoi-v0-easy")
+    env.reset(seed=0)
+    letter = ["A", "b", "C", "t", "T", "o", "\u0131", "\u017f", "\u212a", "\u0130", "1", "", "AB"]
+    check_against_regex(
+        env.unwrapped.parse_move,
+        former,
+        lambda m: (m.group(1).upper(), m.group(2).upper()),
+        [*SPACES, *letter, ",", "->", "-", ">", "→", "to", "TO", "tO", ".", ".."],
+        [["", " ", "\n"], letter, ["", " ", "\u00a0"], ["", ",", "->", "→", "to", "To", "TO", "t", "-", "to to"],
+         ["", " "], letter, ["", " "], ["", ".", "..", "!"], ["", " ", "\t"]],
+    )
