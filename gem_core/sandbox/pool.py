@@ -128,6 +128,34 @@ def _python_dirs() -> list[str]:
     return found
 
 
+_DATA_DIR_VARS = ("GEM_DATA_DIR", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE")
+
+
+def _masked_dirs(bound: Sequence[str]) -> list[str]:
+    """Directories inside the bound installation that sandboxed code must not read.
+
+    The installed ``gem_core`` package (its data samples hold the answers of the shipped
+    tasks; a terminal task's ``solution.sh`` its solution), the source checkout when an
+    editable install's checkout lies inside a bound dir, and dataset directories
+    (``$GEM_DATA_DIR``, the Hugging Face caches) that lie inside one.
+    """
+    package = os.path.realpath(Path(__file__).resolve().parents[1])
+    candidates = [package]
+    checkout = os.path.dirname(package)
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
+        candidates.append(checkout)  # an editable install's checkout
+    for var in _DATA_DIR_VARS:
+        value = os.environ.get(var)
+        if value:
+            candidates.append(os.path.realpath(os.path.expanduser(value)))
+    masked: list[str] = []
+    for path in sorted(set(candidates)):
+        inside = any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound)
+        if inside and os.path.isdir(path) and not any(path.startswith(m + "/") for m in masked):
+            masked.append(path)
+    return masked
+
+
 def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -147,7 +175,8 @@ def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
         cmd += ["--ro-bind-try", path, path]
     cmd += ["--dev", "/dev", "--mqueue", "/dev/mqueue", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     made: set[str] = set()
-    for path in _python_dirs():
+    bound = _python_dirs()
+    for path in bound:
         # Parents bubblewrap creates would copy the host's modes (``/root`` is 0700, which
         # would lock a dropped uid out of a pyenv Python): make them traversable first.
         parent = os.path.dirname(path)
@@ -159,6 +188,8 @@ def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
             cmd += ["--perms", "0755", "--dir", directory]
             made.add(directory)
         cmd += ["--ro-bind", path, path]
+    for path in _masked_dirs(bound):  # an empty, read-only directory in its place
+        cmd += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
     if root:
         cmd += ["--cap-drop", "ALL"]
         for cap in _ZYGOTE_CAPS:

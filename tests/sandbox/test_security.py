@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -318,3 +319,101 @@ def test_sysv_ipc_objects_do_not_survive_between_runs(isolation):
         if sb.isolation == "bwrap":  # a private IPC namespace: nothing at all is left
             assert found.endswith("False"), second  # POSIX queues too (its /dev/mqueue is wiped)
             assert left.strip() == "{'shm': 0, 'msg': 0, 'sem': 0}", second
+
+
+# ----------------------------------------------------------------------------- a normal install
+
+_INSTALLED_CHILD = r'''
+import json, os, sys
+import gem_core
+from gem_core.sandbox import Sandbox
+
+site = os.path.dirname(os.path.dirname(os.path.realpath(gem_core.__file__)))
+sample = os.path.join(site, "gem_core", "data", "samples", "axon-rl__CodeContest", "train.jsonl")
+secret = os.path.join(os.environ["GEM_DATA_DIR"], "secret.txt")
+report = {"gem_core": gem_core.__file__, "sample_on_host": os.path.isfile(sample)}
+with Sandbox(size=2) as sb:
+    report["isolation"] = sb.isolation
+    reads = sb.run(
+        "import os\n"
+        f"for path in {[sample, secret, os.path.join(site, 'gem_core', '__init__.py')]!r}:\n"
+        "    try:\n"
+        "        print('READ', path, len(open(path).read()))\n"
+        "    except OSError as e:\n"
+        "        print('denied', type(e).__name__)\n"
+        f"print('listing', os.listdir({os.path.join(site, 'gem_core')!r}) if os.path.isdir({os.path.join(site, 'gem_core')!r}) else None)\n"
+    )
+    report["reads"] = reads.stdout + reads.stderr
+    env = gem_core.make("code:CodeContest", sandbox=sb)
+    rewards = []
+    for index in range(3):
+        env.reset(seed=0, options={"index": index})
+        rewards.append(env.step("```python\n" + sys.argv[1] + "\n```")[1])
+    env.close()
+    report["lookup_rewards"] = rewards
+print(json.dumps(report))
+'''
+
+# What a reward hacker submits: find the shipped sample on sys.path and print the answer.
+_LOOKUP = r'''
+import json, os, sys
+data = sys.stdin.read()
+for entry in sys.path:
+    root = os.path.join(entry, "gem_core", "data", "samples")
+    for name in (os.listdir(root) if os.path.isdir(root) else []):
+        for split in ("train.jsonl", "test.jsonl"):
+            try:
+                lines = open(os.path.join(root, name, split)).read().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                tests = json.loads(line).get("tests")
+                tests = json.loads(tests) if isinstance(tests, str) else tests
+                if isinstance(tests, dict):
+                    for i, o in zip(tests.get("inputs", []), tests.get("outputs", [])):
+                        if i == data:
+                            print(o, end="")
+                            sys.exit(0)
+print("not found")
+'''
+
+
+@requires_bwrap
+@pytest.mark.timeout(180)
+def test_a_normal_install_does_not_show_gem_core_or_its_data_to_sandboxed_code(tmp_path):
+    # Regression: with a non-editable install the sandbox ro-bound the whole venv,
+    # site-packages/gem_core/data/samples included: a lookup program passed code:CodeContest.
+    import site
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, src / name)
+    shutil.copytree(repo / "gem_core", src / "gem_core", ignore=shutil.ignore_patterns("__pycache__"))
+    venv = tmp_path / "venv"  # a venv under /tmp, as on many CI runners
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    py = venv / "bin" / "python"
+    target = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", target, str(src)], check=True, timeout=120,
+                   capture_output=True)
+    # gem_core's own dependencies (numpy) come from this venv, listed after the install.
+    Path(target, "zz-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    data_dir = venv / "share" / "gem-data"  # a dataset dir inside the bound installation
+    data_dir.mkdir(parents=True)
+    (data_dir / "secret.txt").write_text("dataset-secret")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "GEM_DATA": "sample",
+           "GEM_DATA_DIR": str(data_dir)}
+    proc = subprocess.run([str(py), "-c", _INSTALLED_CHILD, _LOOKUP], capture_output=True, text=True,
+                          timeout=150, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["gem_core"].startswith(target), report  # the installed copy, not the checkout
+    assert report["sample_on_host"] and report["isolation"] == "bwrap", report
+    assert "READ" not in report["reads"], report["reads"]
+    assert report["reads"].count("denied") == 3, report["reads"]
+    assert report["lookup_rewards"] == [0.0, 0.0, 0.0], report
