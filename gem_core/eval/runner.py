@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import datetime as dt
 import functools
 import os
@@ -14,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,62 +290,6 @@ class _Progress:
             self.bar.close()
 
 
-async def _run_jobs(
-    jobs: Sequence[tuple[str, int, int]],
-    *,
-    make_env: Callable[[str], Env],
-    play: Callable[..., Awaitable[Any]],
-    sampling: Any,
-    concurrency: int,
-    on_done: Callable[[str, int, Any], None],
-) -> None:
-    """Run ``jobs`` (``(env_id, index, seed)``): ``play(env, seed=, sampling=, env_id=,
-    executor=)`` plays one episode (`run_episode` or `run_chat_episode`, partially applied)."""
-    from gem_core.rl.rollout import derive_seed
-    from gem_core.rl.types import Episode
-
-    loop = asyncio.get_running_loop()
-    executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=min(concurrency, 32), thread_name_prefix="gem-eval-env"
-    )
-    free: dict[str, list[Env]] = {}
-    everyone: list[Env] = []
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(env_id: str, index: int, seed: int) -> None:
-        async with gate:
-            sampling_seed = derive_seed(sampling.seed, "sample", env_id, index)
-            pool = free.setdefault(env_id, [])
-            try:
-                env = pool.pop() if pool else await loop.run_in_executor(executor, make_env, env_id)
-            except Exception as exc:
-                ep = Episode(env_id=env_id, seed=seed, end_reason="error")
-                ep.error = f"env.make: {type(exc).__name__}: {exc}"
-            else:
-                if env not in everyone:
-                    everyone.append(env)
-                ep = await play(
-                    env,
-                    seed=seed,
-                    sampling=sampling.replace(seed=sampling_seed),
-                    env_id=env_id,
-                    executor=executor,
-                )
-                if (ep.error or "").startswith("env."):
-                    everyone.remove(env)
-                    await loop.run_in_executor(executor, _close_quietly, env)
-                else:
-                    pool.append(env)
-            on_done(env_id, index, (ep, sampling_seed))
-
-    try:
-        await asyncio.gather(*(one(*job) for job in jobs))
-    finally:
-        for env in everyone:
-            _close_quietly(env)
-        executor.shutdown(wait=False, cancel_futures=True)
-
-
 class _SharedSandbox:
     """One `gem_core.sandbox.Sandbox` for every python tool of a run, made on first use."""
 
@@ -368,13 +311,6 @@ class _SharedSandbox:
             if self.sandbox is not None:
                 self.sandbox.close()
                 self.sandbox = None
-
-
-def _close_quietly(env: Env) -> None:
-    try:
-        env.close()
-    except Exception:  # pragma: no cover - a failing close must not lose results
-        pass
 
 
 def evaluate(
@@ -479,8 +415,8 @@ def evaluate(
         command_line: recorded in the manifest (default ``sys.argv``).
         policy: a ready backend to use instead of the HTTP client (tests, local models):
             a `gem_core.rl.Policy` (``generate``) in ``"completions"`` mode, an object with
-            an async ``chat(messages, sampling) -> ChatResult`` (`gem_core.rl.rollout.
-            ChatPolicy`) in ``"chat"`` mode; the endpoint is then not contacted.
+            an async ``chat(messages, sampling) -> ChatResult`` (`gem_core.rl.ChatPolicy`)
+            in ``"chat"`` mode; the endpoint is then not contacted.
 
     Returns:
         The `EvalResult`.
@@ -536,7 +472,7 @@ def evaluate(
             if "image" in _modalities(env_id):
                 raise InvalidArgument(_images_need_chat(env_id, "its observations carry images"))
 
-    from gem_core.rl.rollout import SamplingParams
+    from gem_core.rl.sampling import SamplingParams
 
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens, seed=seed)
     config: dict[str, Any] = {
@@ -602,7 +538,7 @@ def evaluate(
                 )
             check_endpoint(base_url, timeout=min(float(timeout), 10.0))
         if api == "completions":
-            from gem_core.rl.rollout import ChatFormatter
+            from gem_core.rl.chat import ChatFormatter
 
             formatter = ChatFormatter(
                 _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
@@ -658,13 +594,17 @@ def evaluate(
             client = OpenAIChatPolicy if api == "chat" else OpenAIPolicy
             policy = client(base_url, model, timeout=timeout, max_retries=max_retries,
                             max_connections=concurrency)
+        from gem_core.rl.collect import EpisodeJob, run_jobs
+        from gem_core.rl.sampling import derive_seed
+        from gem_core.rl.types import Episode
+
         if api == "chat":
-            from gem_core.rl.rollout import run_chat_episode
+            from gem_core.rl.loop import run_chat_episode
 
             play = functools.partial(run_chat_episode, policy=policy, system_prompt=system_prompt,
                                      max_turns=max_turns, max_context=max_context)
         else:
-            from gem_core.rl.rollout import run_episode
+            from gem_core.rl.loop import run_episode
 
             play = functools.partial(run_episode, policy=policy, formatter=formatter,
                                      max_turns=max_turns)
@@ -672,10 +612,9 @@ def evaluate(
                         sum(bool(r["error"]) for r in done), progress)
         sink = (out / rec.RECORDS_FILE).open("a", encoding="utf-8") if out is not None else None
 
-        def on_done(env_id: str, index: int, payload: Any) -> None:
+        def on_done(job: EpisodeJob, ep: Episode) -> None:
             nonlocal ran
-            ep, sampling_seed = payload
-            record = rec.episode_record(ep, index=index, sampling_seed=sampling_seed, api=api)
+            record = rec.episode_record(ep, index=job.tag, sampling_seed=job.sampling_seed, api=api)
             results.append(record)
             ran += 1
             if sink is not None:
@@ -690,10 +629,13 @@ def evaluate(
                             env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
             return env if api == "chat" else _TextOnly(env, env_id)
 
+        episode_jobs = [EpisodeJob(e, s, derive_seed(sampling.seed, "sample", e, i), e, tag=i)
+                        for e, i, s in jobs]
         try:
             interrupted = _run_loop(
-                _run_jobs(jobs, make_env=make_env, play=play, sampling=sampling,
-                          concurrency=concurrency, on_done=on_done)
+                run_jobs(episode_jobs, play, make_env=make_env, sampling=sampling,
+                         concurrency=concurrency, layout="per_turn" if api == "chat" else "packed",
+                         thread_name="gem-eval-env", on_episode=on_done)
             )
         finally:
             bar.close()

@@ -1,11 +1,17 @@
-"""The collector: many episodes at once, with a concurrency limit, env reuse and per-episode errors."""
+"""The collector: many episodes at once, with a concurrency limit, env reuse and per-episode errors.
+
+`run_jobs` is the one collector: `collect_episodes` (training rollouts) and
+`gem_core.eval.evaluate` both run their episodes through it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gem_core.core import Env
@@ -15,51 +21,73 @@ from gem_core.rl.loop import _call, _check_options, run_episode
 from gem_core.rl.sampling import Policy, SamplingParams, derive_seed
 from gem_core.rl.types import Episode
 
-__all__ = ["collect_episodes", "collect_episodes_sync"]
+__all__ = ["EpisodeJob", "run_jobs", "collect_episodes", "collect_episodes_sync"]
 
 logger = logging.getLogger(__name__)
+
+#: What an episode's env is built from: an env id or a zero-argument factory.
+EnvSource = str | Callable[[], Env]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeJob:
+    """One episode for `run_jobs`.
+
+    Attributes:
+        source: what ``make_env`` builds the env from (an env id, a factory); jobs with
+            the same source (equal ids, the same factory object) reuse each other's envs.
+        seed: the env seed (``env.reset(seed=...)``).
+        sampling_seed: the episode's sampling seed (replaces ``sampling.seed``).
+        env_id: the id recorded on the episode.
+        tag: the caller's (e.g. the episode's index); not used here.
+    """
+
+    source: Any
+    seed: int | None
+    sampling_seed: int | None
+    env_id: str
+    tag: Any = None
 
 
 class _EnvPool:
     """Reuses envs across the episodes of one collection (one user at a time each)."""
 
-    def __init__(self, env_kwargs: Mapping[str, Any] | None, executor: concurrent.futures.Executor):
-        self.env_kwargs = dict(env_kwargs or {})
+    def __init__(self, make_env: Callable[[Any], Env], executor: concurrent.futures.Executor):
+        self.make_env = make_env
         self.executor = executor
-        self.free: dict[object, list[Env]] = {}
+        self.free: dict[Hashable, list[Env]] = {}
         self.all: list[Env] = []
 
-    async def acquire(self, source: str | Callable[[], Env]) -> Env:
-        key = source if isinstance(source, str) else id(source)
-        free = self.free.setdefault(key, [])
+    @staticmethod
+    def _key(source: Any) -> Hashable:
+        return source if isinstance(source, str) else id(source)
+
+    async def acquire(self, source: Any) -> Env:
+        free = self.free.setdefault(self._key(source), [])
         if free:
             return free.pop()
-        if isinstance(source, str):
-            from gem_core.registration import make
-
-            env = await _call(self.executor, make, source, **self.env_kwargs)
-        else:
-            env = await _call(self.executor, source)
-            if not isinstance(env, Env):
-                raise InvalidArgument(
-                    f"env factory {source!r} returned {type(env).__name__}, not a gem_core.Env"
-                )
+        env = await _call(self.executor, self.make_env, source)
         self.all.append(env)
         return env
 
-    def release(self, source: str | Callable[[], Env], env: Env, healthy: bool) -> None:
+    async def release(self, source: Any, env: Env, healthy: bool) -> None:
+        """Give ``env`` back for reuse, or close it (off the event loop) when its
+        episode failed in the env."""
         if healthy:
-            key = source if isinstance(source, str) else id(source)
-            self.free.setdefault(key, []).append(env)
-        else:
-            self.all.remove(env)
-            _close_quietly(env)
+            self.free.setdefault(self._key(source), []).append(env)
+            return
+        self.all.remove(env)
+        await _call(self.executor, _close_quietly, env)
 
     def close(self) -> None:
-        for env in self.all:
-            _close_quietly(env)
-        self.all.clear()
+        """Close every env; safe to call again, also from another thread meanwhile."""
         self.free.clear()
+        while self.all:
+            try:
+                env = self.all.pop()
+            except IndexError:  # emptied by a concurrent close
+                break
+            _close_quietly(env)
 
 
 def _close_quietly(env: Env) -> None:
@@ -69,12 +97,90 @@ def _close_quietly(env: Env) -> None:
         logger.warning("closing %s raised %s: %s", env, type(exc).__name__, exc)
 
 
-def _source_name(source: str | Callable[[], Env]) -> str:
+def _source_name(source: EnvSource) -> str:
     if isinstance(source, str):
         return source
     return (
         getattr(source, "__qualname__", None) or getattr(source, "__name__", None) or repr(source)
     )
+
+
+def _make_env(source: EnvSource, env_kwargs: Mapping[str, Any]) -> Env:
+    """The env of ``source``: ``gem_core.make(id, **env_kwargs)``, or the factory's env."""
+    if isinstance(source, str):
+        from gem_core.registration import make
+
+        return make(source, **env_kwargs)
+    env = source()
+    if not isinstance(env, Env):
+        raise InvalidArgument(
+            f"env factory {source!r} returned {type(env).__name__}, not a gem_core.Env"
+        )
+    return env
+
+
+async def run_jobs(
+    jobs: Sequence[EpisodeJob],
+    play: Callable[..., Awaitable[Episode]],
+    *,
+    make_env: Callable[[Any], Env],
+    sampling: SamplingParams,
+    concurrency: int,
+    layout: str,
+    env_threads: int | None = None,
+    thread_name: str = "gem-env",
+    on_episode: Callable[[EpisodeJob, Episode], None] | None = None,
+) -> list[Episode]:
+    """Play ``jobs``, up to ``concurrency`` at a time, on the running loop; the one collector.
+
+    Each job gets an env (``make_env(job.source)``, run in a thread pool of
+    ``env_threads`` threads, default ``min(concurrency, 32)``), reused by later jobs of
+    the same source unless its episode failed in the env (``episode.error`` starting
+    ``"env."``: it is closed instead), and is played by ``play(env, seed=job.seed,
+    sampling=sampling.replace(seed=job.sampling_seed), env_id=job.env_id,
+    executor=pool)`` — `run_episode` or `run_chat_episode`, partially applied. An env
+    that cannot be built gives an episode flagged ``"env.make: ..."`` (of ``layout``);
+    the other episodes go on. ``on_episode(job, episode)`` is called as each finishes.
+    Every env is closed at the end, also when the collection is cancelled.
+
+    Returns:
+        The episodes, in the order of ``jobs``.
+    """
+    executor = concurrent.futures.ThreadPoolExecutor(
+        max_workers=env_threads or min(concurrency, 32), thread_name_prefix=thread_name
+    )
+    pool = _EnvPool(make_env, executor)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job: EpisodeJob) -> Episode:
+        async with gate:
+            try:
+                env = await pool.acquire(job.source)
+            except Exception as exc:
+                ep = Episode(env_id=job.env_id, seed=job.seed, layout=layout, end_reason="error")
+                ep.error = f"env.make: {type(exc).__name__}: {exc}"
+                logger.warning("could not build env %s: %s", job.env_id, exc)
+            else:
+                ep = await play(
+                    env,
+                    seed=job.seed,
+                    sampling=sampling.replace(seed=job.sampling_seed),
+                    env_id=job.env_id,
+                    executor=executor,
+                )
+                await pool.release(job.source, env, healthy=not (ep.error or "").startswith("env."))
+            if on_episode is not None:
+                on_episode(job, ep)
+            return ep
+
+    try:
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
+    finally:
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, pool.close)
+        finally:
+            pool.close()  # what a cancelled wait left open (nothing after a finished close)
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 async def collect_episodes(
@@ -121,10 +227,11 @@ async def collect_episodes(
     Returns:
         The episodes, in the order of ``seeds``.
     """
+
     _check_options(layout, truncated_response)
     seeds = list(seeds)
     if isinstance(envs, str) or callable(envs):
-        sources: list[str | Callable[[], Env]] = [envs] * len(seeds)  # type: ignore[list-item]
+        sources: list[EnvSource] = [envs] * len(seeds)  # type: ignore[list-item]
     else:
         sources = list(envs)
         if len(sources) != len(seeds):
@@ -135,51 +242,36 @@ async def collect_episodes(
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}")
     sampling = sampling or SamplingParams()
-    executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=env_threads or min(concurrency, 32), thread_name_prefix="gem-env"
+    jobs = [
+        EpisodeJob(source, seed, derive_seed(sampling.seed, "episode", i), _source_name(source))
+        for i, (source, seed) in enumerate(zip(sources, seeds, strict=True))
+    ]
+    play = functools.partial(
+        run_episode,
+        policy=policy,
+        formatter=formatter,
+        max_turns=max_turns,
+        layout=layout,
+        truncated_response=truncated_response,
+        truncation_reward=truncation_reward,
+        generation_timeout=generation_timeout,
     )
-    pool = _EnvPool(env_kwargs, executor)
-    gate = asyncio.Semaphore(concurrency)
 
-    async def one(i: int, source: str | Callable[[], Env], seed: int | None) -> Episode:
-        async with gate:
-            name = _source_name(source)
-            try:
-                env = await pool.acquire(source)
-            except Exception as exc:
-                ep = Episode(env_id=name, seed=seed, layout=layout, end_reason="error")
-                ep.error = f"env.make: {type(exc).__name__}: {exc}"
-                logger.warning("could not build env %s: %s", name, exc)
-            else:
-                ep = await run_episode(
-                    env,
-                    policy,
-                    formatter,
-                    seed=seed,
-                    max_turns=max_turns,
-                    sampling=sampling.replace(seed=derive_seed(sampling.seed, "episode", i)),
-                    layout=layout,
-                    truncated_response=truncated_response,
-                    truncation_reward=truncation_reward,
-                    generation_timeout=generation_timeout,
-                    env_id=name if not isinstance(source, str) else source,
-                    executor=executor,
-                )
-                pool.release(source, env, healthy=not (ep.error or "").startswith("env."))
-            ep.group_id = f"{ep.env_id}/{seed}"
-            if on_episode is not None:
-                on_episode(ep)
-            return ep
+    def finished(job: EpisodeJob, ep: Episode) -> None:
+        ep.group_id = f"{ep.env_id}/{job.seed}"
+        if on_episode is not None:
+            on_episode(ep)
 
-    try:
-        return list(
-            await asyncio.gather(
-                *(one(i, s, seed) for i, (s, seed) in enumerate(zip(sources, seeds, strict=True)))
-            )
-        )
-    finally:
-        await asyncio.get_running_loop().run_in_executor(executor, pool.close)
-        executor.shutdown(wait=False)
+    return await run_jobs(
+        jobs,
+        play,
+        make_env=functools.partial(_make_env, env_kwargs=dict(env_kwargs or {})),
+        sampling=sampling,
+        concurrency=concurrency,
+        layout=layout,
+        env_threads=env_threads,
+        on_episode=finished,
+    )
 
 
 def collect_episodes_sync(*args: Any, **kwargs: Any) -> list[Episode]:
