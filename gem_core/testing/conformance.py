@@ -26,6 +26,15 @@ Typical use in an adapter's test::
 
 The turn of a request is read from its prompt (the number of generation headers of the
 chat template in it), so the policy is stateless and can sit behind any server.
+
+`SCENARIOS` holds more scenarios, each a `ConformanceScenario` named by its ``name``:
+``"guess"`` (`SCENARIO`), ``"empty_turn"`` (generations with no token, first and in the
+middle), ``"format_penalty"`` (a format error: a negative reward ends the episode),
+``"truncated"`` (a response cut by the per-turn cap and penalized), ``"terminal_reward"``
+(toy:Echo-v0: reward only at the end) and ``"qa"`` (a second env family: single-turn
+question answering on the shipped sample). `gem_core.testing.adapter_suite` runs them
+all through an adapter. The reference layout is `gem_core.rl.packing.pack_episode` and
+the reference per-turn values follow its empty-turn rule.
 """
 
 from __future__ import annotations
@@ -37,11 +46,14 @@ from typing import Any
 import numpy as np
 
 from gem_core.errors import InvalidArgument
+from gem_core.rl.packing import PackedEpisode, pack_episode, turn_spans
 
 __all__ = [
     "ConformanceScenario",
     "ConformanceReference",
     "SCENARIO",
+    "SCENARIOS",
+    "scenario_script",
     "turn_spans",
     "per_turn_values",
     "packed_episode",
@@ -61,9 +73,17 @@ class ConformanceScenario:
             repeated if an episode runs longer).
         gamma: discount of the per-turn returns.
         eps: the ReBN std offset.
-        max_new_tokens: the per-turn generation budget given to the rollout engine
-            (every scripted response is shorter).
+        max_new_tokens: the per-turn token cap (adapters pass it as the trainer's
+            per-turn limit); a longer scripted response is cut to it.
         atol: the absolute tolerance adapters must meet.
+        name: the scenario's key in `SCENARIOS`.
+        env_kwargs: ``gem_core.make`` keyword arguments, as ``(key, value)`` pairs.
+        truncated_response: ``"pass"`` or ``"penalize"`` (see `gem_core.rl.run_episode`).
+        truncation_reward: the reward of a penalized truncated response.
+        responder: the name of a prompt-reading responder (`scenario_script`) used
+            instead of ``responses``; ``None``: the scripted texts.
+
+    An empty response text ``""`` is a generation with no token at all.
     """
 
     env_id: str = "game:GuessTheNumber-v0-easy"
@@ -73,6 +93,20 @@ class ConformanceScenario:
     eps: float = 1e-8
     max_new_tokens: int = 16
     atol: float = 1e-6
+    name: str = "guess"
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    truncated_response: str = "pass"
+    truncation_reward: float = -1.0
+    responder: str | None = None
+
+    @property
+    def env_kwargs_dict(self) -> dict[str, Any]:
+        """``env_kwargs`` as a dict."""
+        return dict(self.env_kwargs)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The dataset rows of the scenario: ``{"env_id", "seed"}`` per episode, in seed order."""
+        return [{"env_id": self.env_id, "seed": int(s)} for s in self.seeds]
 
     def response_text(self, turn: int) -> str:
         """The scripted response text at ``turn`` (0-based)."""
@@ -88,8 +122,21 @@ class ConformanceScenario:
                 f"{type(tokenizer).__name__} has no eos_token_id; the scripted policy ends each "
                 "response with it: use a chat tokenizer (e.g. gem_core.rl.testing.load_tiny_model)"
             )
-        text = self.response_text(turn)
-        return [int(t) for t in tokenizer(text, add_special_tokens=False)["input_ids"]] + [int(eos)]
+        return self._text_ids(tokenizer, self.response_text(turn), int(eos))
+
+    @staticmethod
+    def _text_ids(tokenizer: Any, text: str, eos: int) -> list[int]:
+        if not text:
+            return []  # an empty generation: no token, not even the stop token
+        return [int(t) for t in tokenizer(text, add_special_tokens=False)["input_ids"]] + [eos]
+
+    def script(self, tokenizer: Any, prompt_ids: Sequence[int]) -> list[int]:
+        """The scripted response to ``prompt_ids`` (uncut: the server or policy applies the cap)."""
+        turn = self.turn_of_prompt(tokenizer, prompt_ids)
+        if self.responder is None:
+            return self.response_ids(tokenizer, turn)
+        text = tokenizer.decode(list(prompt_ids), skip_special_tokens=False)
+        return self._text_ids(tokenizer, _RESPONDERS[self.responder](text, turn), int(tokenizer.eos_token_id))
 
     def formatter(self, tokenizer: Any) -> Any:
         """The `gem_core.rl.ChatFormatter` the reference uses (no system prompt)."""
@@ -122,11 +169,15 @@ class ConformanceScenario:
         return count - 1
 
     def policy(self, tokenizer: Any) -> Any:
-        """A stateless `gem_core.rl.testing.ScriptedPolicy` answering the scripted turns."""
+        """A stateless `gem_core.rl.testing.ScriptedPolicy` answering the scripted turns.
+
+        Each answer is `script`'s, cut to the sampling's ``max_new_tokens`` (a cut answer
+        has no stop token: finish reason ``"length"``).
+        """
         from gem_core.rl.testing import ScriptedPolicy
 
         def respond(prompt_ids: list[int], sampling: Any) -> list[int]:
-            return self.response_ids(tokenizer, self.turn_of_prompt(tokenizer, prompt_ids))
+            return self.script(tokenizer, prompt_ids)[: sampling.max_new_tokens]
 
         return ScriptedPolicy(respond, stop_token_ids=(int(tokenizer.eos_token_id),))
 
@@ -140,8 +191,7 @@ class ConformanceScenario:
         Returns:
             The `ConformanceReference`.
         """
-        from gem_core.rl.advantages import compute_advantages, discounted_returns
-        from gem_core.rl.rollout import collect_episodes_sync
+        from gem_core.rl import collect_episodes_sync, per_turn_advantages
 
         episodes = collect_episodes_sync(
             self.env_id,
@@ -151,19 +201,23 @@ class ConformanceScenario:
             sampling=self.sampling(),
             layout="packed",
             concurrency=len(self.seeds),
+            env_kwargs=self.env_kwargs_dict,
+            truncated_response=self.truncated_response,
+            truncation_reward=self.truncation_reward,
         )
         failed = [(ep.seed, ep.error) for ep in episodes if ep.error is not None]
         if failed:
-            raise RuntimeError(f"the conformance reference rollout failed: {failed}")
-        rewards = [np.asarray(ep.rewards(), dtype=np.float64) for ep in episodes]
-        returns = discounted_returns(rewards, self.gamma)
-        advantages = compute_advantages(episodes, "rebn", gamma=self.gamma, eps=self.eps)
+            raise RuntimeError(f"the conformance reference rollout of {self.name!r} failed: {failed}")
+        rows = [pack_episode(ep) for ep in episodes]
+        rewards = [np.asarray(p.credited_rewards, dtype=np.float64) for p in rows]
+        advantages, returns = per_turn_advantages(rewards, "rebn", gamma=self.gamma, eps=self.eps)
         return ConformanceReference(
             scenario=self,
             episodes=list(episodes),
             rewards=rewards,
             returns=returns,
             advantages=advantages,
+            rows=rows,
         )
 
 
@@ -171,12 +225,17 @@ class ConformanceScenario:
 class ConformanceReference:
     """The scenario as played by `gem_core.rl`, with the reference per-turn values.
 
+    The per-turn values are those of the generated turns (the runs of the packed
+    response mask), after the empty-turn rule of `gem_core.rl.packing`; in a scenario
+    without empty turns they are one per turn of the episode.
+
     Attributes:
         scenario: the scenario.
         episodes: the `gem_core.rl.Episode` of each seed, in seed order.
-        rewards: per-turn rewards of each episode.
+        rewards: per-turn (credited) rewards of each episode.
         returns: per-turn discounted returns ``G_t`` of each episode.
         advantages: per-turn reference ReBN advantages of each episode.
+        rows: each episode packed (`gem_core.rl.packing.pack_episode`).
     """
 
     scenario: ConformanceScenario
@@ -184,7 +243,7 @@ class ConformanceReference:
     rewards: list[np.ndarray]
     returns: list[np.ndarray]
     advantages: list[np.ndarray]
-    _packed: list[dict[str, list[Any]]] = field(default_factory=list, repr=False)
+    rows: list[PackedEpisode] = field(default_factory=list, repr=False)
 
     @property
     def num_transitions(self) -> int:
@@ -193,9 +252,7 @@ class ConformanceReference:
 
     def packed(self, index: int) -> dict[str, list[Any]]:
         """Episode ``index`` in the packed layout, see `packed_episode`."""
-        if not self._packed:
-            self._packed = [packed_episode(ep) for ep in self.episodes]
-        return self._packed[index]
+        return _as_dict(self.rows[index])
 
 
 def _generation_header(tokenizer: Any) -> str:
@@ -214,9 +271,11 @@ def _generation_header(tokenizer: Any) -> str:
 def packed_episode(episode: Any) -> dict[str, list[Any]]:
     """A single-sample episode as one prompt plus one response with masks and token rewards.
 
-    The response holds every generated token (mask 1) and, between turns, the env's
-    observation tokens (mask 0); each turn's reward sits on its last generated token.
-    This is the layout trainers with a prompt/response split (verl, OpenRLHF) store.
+    `gem_core.rl.packing.pack_episode`'s row as a dict: the response holds every
+    generated token (mask 1) and, between turns, the env's observation tokens (mask 0);
+    each turn's reward sits on its last generated token (a turn that generated nothing:
+    see the empty-turn rule of `gem_core.rl.packing`). This is the layout trainers with a
+    prompt/response split (verl, OpenRLHF) store.
 
     Returns:
         ``{"prompt_ids", "response_ids", "response_mask", "token_rewards"}``.
@@ -225,42 +284,16 @@ def packed_episode(episode: Any) -> dict[str, list[Any]]:
         InvalidArgument: the episode has several samples (per-turn layout, or a chat
             template that rewrote history) or no turn.
     """
-    samples = episode.samples()
-    if len(samples) != 1:
-        raise InvalidArgument(
-            f"expected one packed sample, got {len(samples)} (layout {episode.layout!r}, "
-            f"template_rewrite={episode.template_rewrite})"
-        )
-    turns = samples[0]
-    response: list[int] = []
-    mask: list[int] = []
-    token_rewards: list[float] = []
-    for i, turn in enumerate(turns):
-        if i > 0:
-            response.extend(turn.prompt_ids)
-            mask.extend([0] * len(turn.prompt_ids))
-            token_rewards.extend([0.0] * len(turn.prompt_ids))
-        n = len(turn.response_ids)
-        response.extend(turn.response_ids)
-        mask.extend([1] * n)
-        token_rewards.extend([0.0] * n)
-        if n:
-            token_rewards[-1] = float(turn.reward)
+    return _as_dict(pack_episode(episode))
+
+
+def _as_dict(p: PackedEpisode) -> dict[str, list[Any]]:
     return {
-        "prompt_ids": list(turns[0].prompt_ids),
-        "response_ids": response,
-        "response_mask": mask,
-        "token_rewards": token_rewards,
+        "prompt_ids": list(p.prompt_ids),
+        "response_ids": list(p.response_ids),
+        "response_mask": list(p.response_mask),
+        "token_rewards": list(p.token_rewards),
     }
-
-
-def turn_spans(mask: Sequence[int] | np.ndarray) -> list[tuple[int, int]]:
-    """The turns of a packed row: the maximal runs of ``mask == 1``, as ``[start, end)`` pairs."""
-    m = np.asarray(mask).reshape(-1) != 0
-    edges = np.diff(np.concatenate(([False], m, [False])).astype(np.int8))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    return [(int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
 
 
 def per_turn_values(
@@ -342,5 +375,77 @@ def assert_matches_reference(
             )
 
 
+def _echo(prompt: str, turn: int) -> str:
+    """toy:Echo-v0: the word asked for at the turn its letters pick (or never), else a miss."""
+    word = prompt.rsplit("and nothing else: ", 1)[-1]
+    k = 0
+    while k < len(word) and "a" <= word[k] <= "z":
+        k += 1
+    word = word[:k]
+    return word if word and (sum(map(ord, word)) + turn) % 5 == 0 else "nope"
+
+
+_QA_ANSWERS: dict[str, str] = {}
+
+
+def _qa(prompt: str, turn: int) -> str:
+    """qa:NaturalQuestions (shipped sample): right for questions of even length, else wrong."""
+    if not _QA_ANSWERS:
+        import json
+        from importlib import resources
+
+        path = resources.files("gem_core.data") / "samples" / "axon-rl__NaturalQuestions" / "train.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                answer = row["answer"]
+                _QA_ANSWERS[row["problem"].strip()] = str(answer[0] if isinstance(answer, list) else answer)
+    question = prompt.rsplit("Question: ", 1)[-1].split("<|", 1)[0].split("\n", 1)[0].strip()
+    if len(question) % 2 == 0 and question in _QA_ANSWERS:
+        return f"<answer>{_QA_ANSWERS[question]}</answer>"
+    return "<answer>I do not know</answer>"
+
+
+_RESPONDERS = {"echo": _echo, "qa": _qa}
+
+
+def scenario_script(name: str, tokenizer: Any, prompt_ids: Sequence[int]) -> list[int]:
+    """`ConformanceScenario.script` of ``SCENARIOS[name]``: picklable by reference with
+    ``functools.partial(scenario_script, name)``, for servers in other processes."""
+    return SCENARIOS[name].script(tokenizer, prompt_ids)
+
+
 #: The scenario every adapter runs.
 SCENARIO = ConformanceScenario()
+
+#: Every scenario of the adapter suite, by name (see the module docs).
+SCENARIOS: dict[str, ConformanceScenario] = {
+    s.name: s
+    for s in (
+        SCENARIO,
+        ConformanceScenario(
+            name="empty_turn",
+            responses=("", r"\boxed{5}", "", r"\boxed{7}"),
+            env_kwargs=(("format_error", "retry"),),
+        ),
+        ConformanceScenario(name="format_penalty", responses=(r"\boxed{5}", "maybe seven")),
+        ConformanceScenario(
+            name="truncated",
+            responses=(r"\boxed{5}", "I am not sure, let me think: \\boxed{7}"),
+            max_new_tokens=8,
+            truncated_response="penalize",
+            truncation_reward=-1.0,
+        ),
+        ConformanceScenario(
+            name="terminal_reward", env_id="toy:Echo-v0", seeds=(0, 1, 2, 3, 4, 5), responder="echo"
+        ),
+        ConformanceScenario(
+            name="qa",
+            env_id="qa:NaturalQuestions",
+            seeds=(0, 1, 2, 3, 4, 5),
+            env_kwargs=(("data_path", "sample"),),
+            responder="qa",
+            max_new_tokens=32,
+        ),
+    )
+}

@@ -205,3 +205,71 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_packed_episode_keeps_the_reward_of_an_empty_turn():
+    # The reference layout used to write `=` and drop the reward of a turn that generated
+    # nothing; it follows the kit's rule now: credited to the turn before it.
+    from gem_core.rl.types import Episode, Turn
+
+    ep = Episode(env_id="x", seed=0)
+    ep.turns = [
+        Turn([1], [2, 3], [0.0, 0.0], reward=0.25),
+        Turn([4], [], [], reward=-0.1, starts_sample=False),
+        Turn([5], [6], [0.0], reward=1.0, starts_sample=False),
+    ]
+    packed = packed_episode(ep)
+    assert packed["token_rewards"] == pytest.approx([0.0, 0.15, 0.0, 0.0, 1.0])
+    assert sum(packed["token_rewards"]) == pytest.approx(ep.episode_return)
+
+
+@pytest.fixture(scope="module")
+def references(tokenizer):
+    from gem_core.testing.conformance import SCENARIOS
+
+    return {name: s.run_reference(tokenizer) for name, s in SCENARIOS.items()}
+
+
+def test_each_scenario_covers_its_case(references):
+    def eps(name):
+        return references[name].episodes
+
+    assert any(not t.response_ids for ep in eps("empty_turn") for t in ep.turns[:1])
+    assert any(not t.response_ids for ep in eps("empty_turn") for t in ep.turns[1:-1])
+    assert any(t.reward < 0 and t.format_error for ep in eps("format_penalty") for t in ep.turns)
+    assert any(ep.end_reason == "response_truncated" and ep.turns[-1].reward == -1.0 for ep in eps("truncated"))
+    for ep in eps("terminal_reward"):
+        assert all(r == 0 for r in ep.rewards()[:-1]), "Echo pays only at the end"
+    assert any(not ep.success for ep in eps("terminal_reward")) and any(ep.num_turns > 2 for ep in eps("terminal_reward"))
+    qa = eps("qa")
+    assert all(ep.num_turns == 1 for ep in qa) and {ep.success for ep in qa} == {True, False}
+
+
+def test_reference_values_follow_the_empty_turn_rule(references):
+    from gem_core.rl.advantages import compute_advantages
+
+    for name, ref in references.items():
+        rule = [np.asarray(p.credited_rewards) for p in ref.rows]
+        for got, want in zip(ref.rewards, rule, strict=True):
+            np.testing.assert_allclose(got, want, atol=1e-12)
+        for p, ep in zip(ref.rows, ref.episodes, strict=True):
+            assert sum(p.token_rewards) == pytest.approx(ep.episode_return), name
+        if name != "empty_turn":  # no empty turn: one transition per turn, as compute_advantages
+            want = compute_advantages(ref.episodes, "rebn", gamma=ref.scenario.gamma, eps=ref.scenario.eps)
+            for got, w in zip(ref.advantages, want, strict=True):
+                np.testing.assert_allclose(got, w, atol=1e-12, err_msg=name)
+    # empty_turn: fewer transitions than turns; the empty turns' -0.1 are inside the credited turn.
+    ref = references["empty_turn"]
+    assert ref.num_transitions < sum(ep.num_turns for ep in ref.episodes)
+    assert ref.rewards[1].tolist() == pytest.approx([-0.1 + 1.0])  # seed 1: empty turn 0, then the win
+
+
+def test_scenario_script_is_picklable_by_reference(tokenizer, references):
+    import functools
+    import pickle
+
+    from gem_core.testing.conformance import scenario_script
+
+    script = pickle.loads(pickle.dumps(functools.partial(scenario_script, "qa")))
+    ep = references["qa"].episodes[1]
+    assert script(tokenizer, ep.turns[0].prompt_ids) == ep.turns[0].response_ids
