@@ -507,3 +507,23 @@ def test_the_program_under_test_cannot_ptrace_the_test_script():
         assert "attach" in info["test_output"] and "Operation not permitted" in info["test_output"]
     finally:
         env.close()
+
+
+def test_a_deep_tree_in_the_workspace_does_not_break_reset_or_close():
+    """Regression: a 1,500-level directory tree made reset() and close() raise RecursionError
+    (recursive shutil.rmtree) and left the workspace on the host."""
+    env = make_env(timeout_s=20)
+    try:
+        env.reset(seed=0)
+        first = env.shell.workspace
+        _, _, terminated, _, info = env.step(
+            "<bash>python3 -c 'import os\nfor _ in range(1500):\n    os.mkdir(\"dddd\"); os.chdir(\"dddd\")'"
+            " && chmod 000 dddd</bash>")
+        assert info["exit_code"] == 0 and not terminated and not info["workspace_over_limit"]
+        env.reset(seed=0)
+        assert not os.path.exists(first)
+        second = env.shell.workspace
+        env.step("<bash>python3 -c 'import os\nfor _ in range(1500):\n    os.mkdir(\"dddd\"); os.chdir(\"dddd\")'</bash>")
+    finally:
+        env.close()
+    assert not os.path.exists(second) and not os.path.exists(os.path.dirname(second))

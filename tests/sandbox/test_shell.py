@@ -378,3 +378,32 @@ def test_a_grader_run_keeps_its_files_and_process_from_the_agents_programs(sh):
     # An ordinary run is the agent's: its files are readable by it, and as_agent is absent.
     plain = sh.run('id -u; cat "$GEM_TASK_DIR/t"; type as_agent >/dev/null 2>&1 || echo none', files={"t": "x\n"})
     assert plain.output == f"{agent_uid}\nx\nnone\n"
+
+
+# ------------------------------------------------------------------ deep trees
+
+_DEEP_TREE = ("python3 -c 'import os\nfor _ in range(1500):\n    os.mkdir(\"dddd\"); os.chdir(\"dddd\")\n"
+              "open(\"leaf\", \"w\").write(\"x\")' && echo built")  # a 7,500-byte path
+
+
+@requires_python3
+def test_a_deep_tree_is_removed_by_reset_and_close():
+    """Regression: a 1,500-level tree made reset_workspace()/close() raise RecursionError
+    (shutil.rmtree) and left the workspace on the host. (`TerminalEnv`'s test does it
+    under bubblewrap; here the reduced isolation, whose read-only runs copy the tree.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReducedIsolationWarning)
+        shell = Shell(isolation="rlimits", timeout_s=20)
+    first = shell.reset_workspace()
+    result = shell.run(_DEEP_TREE + " && chmod 000 dddd/dddd")
+    assert result.output == "built\n" and not result.workspace_over_limit, result
+    assert result.workspace_files == 1501
+    copied = shell.run("echo graded", read_only=True)  # a failed run, not an exception
+    assert copied.output == "graded\n" or copied.output.startswith(
+        "gem shell: the workspace could not be copied for a read-only run"), copied
+    second = shell.reset_workspace()
+    assert not os.path.exists(first)
+    assert shell.run(_DEEP_TREE).ok
+    root = os.path.dirname(second)
+    shell.close()
+    assert not os.path.exists(root)
