@@ -106,6 +106,10 @@ def _worst_cases(n: int) -> dict[str, str]:
             "digits": "9" * n,
             "signed-digits": "-" + "9" * n,
             "words": _repeat("reveal 1 ", n),
+            "opener-spaces-x": "\\boxed" + " " * n + "x",
+            "opener-spaces-opener": "\\boxed" + " " * n + "\\boxed",
+            "open-box-opener-spaces": "\\boxed{\\boxed" + " " * n,
+            "unclosed-tags": _repeat("<answer", n) + "</answer>",
         }
     )
     return cases
