@@ -527,3 +527,21 @@ def test_a_deep_tree_in_the_workspace_does_not_break_reset_or_close():
     finally:
         env.close()
     assert not os.path.exists(second) and not os.path.exists(os.path.dirname(second))
+
+
+def test_writing_below_a_very_long_path_still_hits_the_workspace_cap():
+    """Regression: files below a path longer than 4,096 bytes were skipped by the disk-usage
+    walk (ENAMETOOLONG counted as empty): 382 MiB written against a 256 MiB cap."""
+    env = make_env(max_workspace_mb=8, timeout_s=20)
+    try:
+        env.reset(seed=0)
+        workspace = env.shell.workspace
+        obs, reward, terminated, _, info = env.step(
+            "<bash>python3 -c 'import os\nfor _ in range(30):\n    os.mkdir(\"d\" * 200); os.chdir(\"d\" * 200)\n"
+            "for i in range(4):\n    open(f\"f{i}\", \"wb\").write(bytes(4 << 20))'</bash>")
+        assert info["workspace_over_limit"] is True and terminated, obs
+        assert reward == pytest.approx(-0.1) and info["success"] is False
+        assert "The workspace grew to more than 8 MiB of disk" in obs
+        assert not os.path.exists(workspace)
+    finally:
+        env.close()

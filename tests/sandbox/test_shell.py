@@ -305,20 +305,54 @@ def test_the_walk_never_follows_symlinks_and_counts_hard_links_once(tmp_path):
         assert 5 * MiB <= result.workspace_bytes < 6 * MiB
 
 
+def _open_as(fail):
+    """``os.open`` that raises ``fail(name, lstat)`` (an OSError, or None to pass) first."""
+    real_open = os.open
+
+    def fake_open(path, flags, mode=0o777, *, dir_fd=None):
+        error = fail(path, os.lstat(path, dir_fd=dir_fd))
+        if error is not None:
+            raise error
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    return fake_open
+
+
 def test_an_unreadable_directory_is_still_measured(monkeypatch):
-    real_scandir = os.scandir
-
-    def scandir_without_root(path):  # as a non-root host sees a chmod 000 directory
-        if isinstance(path, str) and not os.lstat(path).st_mode & stat.S_IRUSR:
-            raise PermissionError(13, "Permission denied", path)
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir_without_root)
     with _capped() as sh:
         assert sh.run("mkdir hide && head -c 9437184 /dev/zero > hide/big && chmod 000 hide").ok is True
+        # as a non-root host sees a chmod 000 directory
+        monkeypatch.setattr(os, "open", _open_as(lambda name, st: PermissionError(13, "Permission denied", name)
+                                                 if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IRUSR else None))
         used, _, over = sh.workspace_usage()
         assert over and used > 8 * MiB
         assert stat.S_IMODE(os.lstat(os.path.join(sh.workspace, "hide")).st_mode) == 0  # put back
+
+
+def test_what_cannot_be_measured_counts_as_over_the_limit(monkeypatch):
+    """Fail closed: before, any error but a permission one skipped the entry as empty."""
+    with _capped() as sh:
+        assert sh.run("mkdir -p a/b && echo x > a/b/f").ok
+        monkeypatch.setattr(os, "open", _open_as(lambda name, st: OSError(5, "Input/output error", name)
+                                                 if name == "b" else None))
+        assert sh.workspace_usage()[2] is True
+        monkeypatch.undo()
+        assert sh.workspace_usage()[2] is False
+
+
+@requires_python3
+def test_files_below_a_path_longer_than_path_max_are_counted():
+    """Regression: the walk used whole paths, so below 4,096 bytes of path every entry failed
+    with ENAMETOOLONG and counted as empty: 382 MiB went into a 256 MiB workspace."""
+    with _capped(file_size_mb=16) as sh:
+        result = sh.run("python3 -c 'import os\nfor _ in range(30):\n    os.mkdir(\"d\" * 200); os.chdir(\"d\" * 200)\n"
+                        "open(\"x\", \"wb\").write(bytes(6 << 20))'")
+        assert result.ok, result.output
+        used, entries, over = sh.workspace_usage()
+        assert (entries, over) == (31, False) and used > 6 * MiB
+        result = sh.run("python3 -c 'import os\nfor _ in range(30):\n    os.chdir(\"d\" * 200)\n"
+                        "open(\"y\", \"wb\").write(bytes(4 << 20))'")
+        assert result.workspace_over_limit and result.workspace_bytes > 8 * MiB, result
 
 
 def test_workspace_cap_arguments():
