@@ -174,7 +174,19 @@ class ChatFormatter:
             need; a turn that would exceed it ends the episode (``end_reason="context"``).
         chat_template: a template overriding the tokenizer's.
         stop_token_ids: ids that end a response; default the tokenizer's EOS id.
+        template_kwargs: extra keyword arguments for every ``apply_chat_template`` call,
+            i.e. variables of the template (e.g. ``{"enable_thinking": False}``, or a
+            trainer's ``apply_chat_template_kwargs``); copied. They may not set what the
+            formatter sets itself (`ChatFormatter.RESERVED_TEMPLATE_KWARGS`).
     """
+
+    #: The ``apply_chat_template`` arguments the formatter sets (``template_kwargs`` may not).
+    RESERVED_TEMPLATE_KWARGS = (
+        "conversation",
+        "tokenize",
+        "add_generation_prompt",
+        "chat_template",
+    )
 
     def __init__(
         self,
@@ -184,6 +196,7 @@ class ChatFormatter:
         max_context: int = 4096,
         chat_template: str | None = None,
         stop_token_ids: Sequence[int] | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ):
         if isinstance(max_context, bool) or not isinstance(max_context, int) or max_context < 2:
             raise InvalidArgument(f"max_context must be an int >= 2, got {max_context!r}")
@@ -200,6 +213,33 @@ class ChatFormatter:
             eos = getattr(tokenizer, "eos_token_id", None)
             stop_token_ids = [] if eos is None else [eos]
         self.stop_token_ids: tuple[int, ...] = tuple(int(t) for t in stop_token_ids)
+        self.template_kwargs: dict[str, Any] = self._check_template_kwargs(template_kwargs)
+
+    @classmethod
+    def _check_template_kwargs(cls, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+        if kwargs is None:
+            return {}
+        if not isinstance(kwargs, Mapping):
+            raise InvalidArgument(
+                f"template_kwargs must be a mapping of str keys, got {type(kwargs).__name__}; "
+                "pass e.g. template_kwargs={'enable_thinking': False}"
+            )
+        for key in kwargs:
+            if not isinstance(key, str):
+                raise InvalidArgument(
+                    f"template_kwargs must be a mapping of str keys, got a key {key!r}"
+                )
+            if key == "chat_template":
+                raise InvalidArgument(
+                    "template_kwargs may not set 'chat_template'; pass chat_template=... to "
+                    "ChatFormatter instead"
+                )
+            if key in cls.RESERVED_TEMPLATE_KWARGS:
+                raise InvalidArgument(
+                    f"template_kwargs may not set {key!r}: ChatFormatter sets it itself "
+                    f"(reserved: {', '.join(cls.RESERVED_TEMPLATE_KWARGS)}); drop it"
+                )
+        return dict(kwargs)
 
     def messages(
         self, observations: Sequence[str], responses: Sequence[str]
@@ -208,8 +248,8 @@ class ChatFormatter:
         return chat_messages(observations, responses, system_prompt=self.system_prompt)
 
     def render(self, messages: Sequence[Mapping[str, str]], *, add_generation_prompt: bool) -> str:
-        """The chat template's text for ``messages``."""
-        kwargs: dict[str, Any] = {}
+        """The chat template's text for ``messages`` (``template_kwargs`` passed along)."""
+        kwargs: dict[str, Any] = dict(self.template_kwargs)
         if self.chat_template is not None:
             kwargs["chat_template"] = self.chat_template
         return self.tokenizer.apply_chat_template(
