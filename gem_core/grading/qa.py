@@ -14,12 +14,25 @@ as in "vitamin A", loses its only token as an article). Such a text is compared 
 tokens with the articles kept (`answer_tokens`), so ``"a"`` still matches ``"A"`` while
 ``"the"``, ``"."`` and ``""`` do not; an empty reference matches nothing.
 
+Hedging: F1 pays a prediction that lists several candidates. If the truth is "Paris" or
+"Lyon", a guess earns 0.5 in expectation but ``"Paris Lyon"`` earns 2/3 for sure
+(precision 1/2, recall 1), so a policy trained on F1 learns to hedge. Exact match does not
+pay hedges and is the recommended RL reward; F1 is a report metric. For an F1 reward, use
+``f1_score(..., length_penalty=True)``: each reference's F1 is multiplied by
+``min(1, reference tokens / prediction tokens)`` (a prediction no longer than the reference
+is not scaled; recall already charges it). A penalised score is then at most the precision,
+so against candidates that share no token the scores of any one prediction sum to at most
+1, and no hedge earns more in expectation than naming the likeliest candidate
+(``"Paris Lyon"`` now earns 1/3).
+
 >>> normalize_answer("The  Eiffel-Tower!")
 'eiffeltower'
 >>> exact_match("the Eiffel Tower", ["Eiffel Tower", "Paris"])
 True
 >>> round(f1_score("Eiffel Tower in Paris", "the Eiffel Tower"), 3)
 0.667
+>>> round(f1_score("Eiffel Tower in Paris", "the Eiffel Tower", length_penalty=True), 3)
+0.333
 """
 
 from __future__ import annotations
@@ -122,16 +135,31 @@ def _f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def f1_score(prediction: str, references: str | Sequence[str]) -> float:
+def f1_score(
+    prediction: str, references: str | Sequence[str], *, length_penalty: bool = False
+) -> float:
     """Token F1 of the prediction against the best-matching reference, in ``[0, 1]``.
+
+    Plain F1 pays hedging (see the module docstring): prefer `exact_match` as an RL reward,
+    or set ``length_penalty``.
 
     Args:
         prediction: the agent's answer.
         references: one reference or a list of acceptable ones (see `as_references`).
+        length_penalty: scale each reference's F1 by ``min(1, len(reference tokens) /
+            len(prediction tokens))`` before the best is taken, so that listing several
+            answers no longer pays more than a guess (the score is at most the precision).
 
     Returns:
-        The maximum F1 over the references; 0.0 for no references, and for a prediction
-        or reference without tokens (`answer_tokens`).
+        The maximum (penalised) F1 over the references; 0.0 for no references, and for a
+        prediction or reference without tokens (`answer_tokens`).
     """
     pred = answer_tokens(prediction)
-    return max((_f1(pred, answer_tokens(ref)) for ref in as_references(references)), default=0.0)
+    best = 0.0
+    for ref in as_references(references):
+        ref_tokens = answer_tokens(ref)
+        score = _f1(pred, ref_tokens)
+        if length_penalty and len(pred) > len(ref_tokens):
+            score *= len(ref_tokens) / len(pred)
+        best = max(best, score)
+    return best
