@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import http.client
 import json
@@ -14,10 +15,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from gem_core.errors import InvalidArgument
-from gem_core.rl.sampling import ContextLengthExceeded, PolicyError
+from gem_core.rl.sampling import ContextLengthExceeded, PolicyError, SamplingParams
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +155,29 @@ class _HTTPClient:
             chunks.append(chunk)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the response was still arriving after {self.timeout} s")
+
+    def _body(self, fields: dict[str, Any], sampling: SamplingParams) -> dict[str, Any]:
+        """A request body: the model, ``fields``, the sampling fields, then `extra_body`
+        (which overrides any of them)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            **fields,
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "n": 1,
+            "stream": False,
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if sampling.stop_token_ids:
+            body["stop_token_ids"] = list(sampling.stop_token_ids)
+        body.update(self.extra_body)
+        return body
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` (a blocking request) in the client's thread pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def _first_choice(self, raw: bytes | str) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(payload, choices[0])`` of a response body; `PolicyError` when it is not that."""

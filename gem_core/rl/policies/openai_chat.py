@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,26 +57,12 @@ class OpenAIChatPolicy(_HTTPClient):
         self, messages: Sequence[dict[str, Any]], sampling: SamplingParams
     ) -> dict[str, Any]:
         """The JSON body sent for one request."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "max_tokens": sampling.max_new_tokens,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "n": 1,
-            "stream": False,
-        }
-        if sampling.seed is not None:
-            body["seed"] = sampling.seed
-        if sampling.stop_token_ids:
-            body["stop_token_ids"] = list(sampling.stop_token_ids)
-        body.update(self.extra_body)
+        body = self._body({"messages": [dict(m) for m in messages]}, sampling)
         return {k: v for k, v in body.items() if v is not None}
 
     async def chat(self, messages: list[dict[str, str]], sampling: SamplingParams) -> ChatResult:
         """Answer ``messages`` (one HTTP request, with retries)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.chat_sync, messages, sampling)
+        return await self._in_thread(self.chat_sync, messages, sampling)
 
     def chat_sync(self, messages: Sequence[dict[str, Any]], sampling: SamplingParams) -> ChatResult:
         """Blocking version of `chat`."""

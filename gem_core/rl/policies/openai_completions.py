@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,31 +46,19 @@ class OpenAIPolicy(_HTTPClient):
 
     def request_body(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> dict[str, Any]:
         """The JSON body sent for one request."""
-        body: dict[str, Any] = {
-            "model": self.model,
+        fields = {
             "prompt": [int(t) for t in prompt_ids],
-            "max_tokens": sampling.max_new_tokens,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
             "logprobs": 1,
             "echo": False,
-            "n": 1,
-            "stream": False,
             "skip_special_tokens": False,
             "return_token_ids": True,
             "return_tokens_as_token_ids": True,
         }
-        if sampling.seed is not None:
-            body["seed"] = sampling.seed
-        if sampling.stop_token_ids:
-            body["stop_token_ids"] = list(sampling.stop_token_ids)
-        body.update(self.extra_body)
-        return body
+        return self._body(fields, sampling)
 
     async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerationResult:
         """Generate one response (one HTTP request, with retries)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.generate_sync, prompt_ids, sampling)
+        return await self._in_thread(self.generate_sync, prompt_ids, sampling)
 
     def generate_sync(
         self, prompt_ids: Sequence[int], sampling: SamplingParams
