@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from gem_core.errors import InvalidArgument, SandboxClosed
+from gem_core.errors import InvalidArgument, SandboxClosed, SandboxUnavailable
 from gem_core.sandbox import ReducedIsolationWarning, detect_isolation
 from gem_core.sandbox import shell as shell_module
 from gem_core.sandbox.shell import MAX_COMMAND_BYTES, Shell
@@ -441,3 +441,34 @@ def test_a_deep_tree_is_removed_by_reset_and_close():
     root = os.path.dirname(second)
     shell.close()
     assert not os.path.exists(root)
+
+
+# ------------------------------------------------------------------ uids per shell
+
+
+def test_live_shells_never_share_a_uid():
+    """Regression: the dropped uid was 2e9 + (pid % 100000) * 1000 + (a counter % 1000), so the
+    1,001st Shell of a process shared the first one's uid (and process limit) while both lived."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("uids are dropped only by a root host with setpriv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReducedIsolationWarning)
+        first = Shell()
+        for _ in range(999):
+            Shell().close()
+        later = Shell()
+        # 256 in all (with those other tests left alive), each with an agent and a grader uid
+        live = [Shell() for _ in range(256 - len(shell_module._UID_SLOTS))]
+    try:
+        first.reset_workspace()
+        later.reset_workspace()
+        assert first.run("id -u").output != later.run("id -u").output
+        uids = {u for sh in [first, later, *live] for u in (sh._uid, sh._grader_uid)}
+        assert len(uids) == 2 * (2 + len(live)) and len(shell_module._UID_SLOTS) == 256
+        with pytest.raises(SandboxUnavailable, match="256 Shells are alive in this process, each holding two uids"):
+            Shell()
+        live.pop().close()  # a closed shell gives its uids back
+        live.append(Shell())
+    finally:
+        for sh in [first, later, *live]:
+            sh.close()
