@@ -45,6 +45,13 @@ class QaEnv(DatasetTaskEnv):
         whitespace), else 0.0; with ``reward="f1"`` the token F1 against the best
         reference. No answer found, or an answer over `MAX_ANSWER_CHARS` characters, is
         a format error: ``format_penalty`` (default 0.0, as in the reference).
+        **Use EM for RL rewards.** Plain F1 pays hedging: when the truth is "Paris" or
+        "Lyon", ``<answer>Paris Lyon</answer>`` earns 2/3 for sure while a guess earns 0.5
+        in expectation, so a policy learns to list candidates. If you want partial
+        credit, add ``f1_length_penalty=True``: each reference's F1 is scaled by
+        ``min(1, reference tokens / answer tokens)`` (`gem_core.grading.qa.f1_score`),
+        which bounds it by the precision, so no hedge earns more in expectation than
+        naming the likeliest candidate ("Paris Lyon" earns 1/3).
     Episode end: terminated after the one step. ``info``: ``success`` (exact match, in
         both reward modes), ``em``, ``f1``, ``parsed_action`` (the extracted answer),
         ``format_error``, ``turn``, ``index`` (the row).
@@ -56,12 +63,16 @@ class QaEnv(DatasetTaskEnv):
         question_key, answer_key: its columns. Answers may be a string, a number or a
             list of acceptable strings.
         extract_boxed: read the answer from the last ``\boxed{}`` instead of ``<answer>``.
-        reward: ``"em"`` or ``"f1"``.
+        reward: ``"em"`` (recommended for RL) or ``"f1"``.
+        f1_length_penalty: with ``reward="f1"``, scale the F1 reward down when the
+            answer is longer than the reference (see Rewards). ``info["f1"]`` stays the
+            plain metric.
         format_penalty: reward of a reply without an answer.
         prompt_template: the prompt, with a ``{question}`` placeholder (default: see above).
         data_path, env_id: see `gem_core.envs.dataset.DatasetTaskEnv`, which also sets the
             row order (seeds, epochs, ``options={"index": i}``).
-    Version history: v0 — the reference GEM's ids, datasets and keys; F1 reward added.
+    Version history: v0 — the reference GEM's ids, datasets and keys; F1 reward added;
+        ``f1_length_penalty`` added (hedging, issue 12).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"category": "qa"}
@@ -75,6 +86,7 @@ class QaEnv(DatasetTaskEnv):
         answer_key: str = "answer",
         extract_boxed: bool = False,
         reward: str = "em",
+        f1_length_penalty: bool = False,
         format_penalty: float = 0.0,
         prompt_template: str | None = None,
         data_path: str | None = None,
@@ -84,6 +96,11 @@ class QaEnv(DatasetTaskEnv):
             raise InvalidArgument(
                 f"QaEnv(reward=...) expects one of {REWARD_MODES} ('em': exact match, 'f1': "
                 f"token F1), got {reward!r}"
+            )
+        if f1_length_penalty and reward != "f1":
+            raise InvalidArgument(
+                f"QaEnv(f1_length_penalty=True) applies to reward='f1' only, got reward={reward!r}; "
+                "pass reward='f1' or drop f1_length_penalty (exact match pays no hedges)"
             )
         template = prompt_template or (BOXED_PROMPT if extract_boxed else QA_PROMPT)
         if "{question}" not in template:
@@ -102,6 +119,7 @@ class QaEnv(DatasetTaskEnv):
         self.answer_key = answer_key
         self.extract_boxed = bool(extract_boxed)
         self.reward_mode = reward
+        self.f1_length_penalty = bool(f1_length_penalty)
         self.format_penalty = float(format_penalty)
         self.prompt_template = template
 
@@ -134,7 +152,12 @@ class QaEnv(DatasetTaskEnv):
         refs = self.references
         em = exact_match(answer, refs)
         f1 = 1.0 if em else f1_score(answer, refs)
-        reward = float(em) if self.reward_mode == "em" else f1
+        if self.reward_mode == "em":
+            reward = float(em)
+        elif self.f1_length_penalty and not em:
+            reward = f1_score(answer, refs, length_penalty=True)
+        else:
+            reward = f1
         info = {"success": em, "format_error": False, "parsed_action": answer,
                 "em": em, "f1": f1}
         verdict = "Correct." if em else ("Partly correct." if f1 > 0 else "Incorrect.")

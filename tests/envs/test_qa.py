@@ -189,3 +189,22 @@ def test_two_hop_question_answered_through_the_search_tool(sample_index: Path):
     assert (reward, terminated, truncated) == (1.0, True, False)
     assert info["success"] is True and info["tool_uses"] == 2
     env.close()
+
+
+def test_f1_length_penalty_stops_hedging_from_paying():
+    # Issue 12, item 11: plain F1 pays listing two names (2/3 for sure vs 0.5 for a guess).
+    env = _env(reward="f1")
+    index = _row_with(env, lambda r: r["problem"].startswith("Who is the mayor"))
+    answer = env.rows[index]["answer"][0]
+    hedge = f"<answer>{answer} John Smith</answer>"  # the right name and a wrong one
+    env.reset(options={"index": index})
+    assert env.step(hedge)[1] == pytest.approx(2 / 3)  # p = 1/2, r = 1: more than a guess's 0.5
+    env = _env(reward="f1", f1_length_penalty=True)
+    env.reset(options={"index": index})
+    _, reward, _, _, info = env.step(hedge)
+    assert reward == pytest.approx(1 / 3) and reward < 0.5  # F1 x 2/4
+    assert info["f1"] == pytest.approx(2 / 3) and info["success"] is False  # the metric stays plain
+    env.reset(options={"index": index})
+    assert env.step(f"<answer>{answer}</answer>")[1] == 1.0
+    with pytest.raises(InvalidArgument, match=r"f1_length_penalty=True\) applies to reward='f1' only, got reward='em'"):
+        _env(f1_length_penalty=True)
