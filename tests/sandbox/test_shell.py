@@ -472,3 +472,38 @@ def test_live_shells_never_share_a_uid():
     finally:
         for sh in [first, later, *live]:
             sh.close()
+
+
+# ------------------------------------------------------------------ hidden package data
+
+
+def _a_dir_under_usr() -> str:
+    for name in sorted(os.listdir("/usr/share")):
+        path = os.path.join("/usr/share", name)
+        if os.path.isdir(path) and not os.path.islink(path) and os.listdir(path):
+            return path
+    pytest.skip("no directory with entries under /usr/share")
+
+
+@requires_bwrap
+def test_the_installed_package_and_datasets_are_hidden_inside(monkeypatch):
+    """Regression: with a non-editable install (site-packages under /usr, bound read-only into
+    the sandbox) a command could read the terminal tasks' test.sh and solution.sh and the
+    data samples with their answers. Faked here: the 'installed package' and $GEM_DATA_DIR
+    are directories under /usr."""
+    package, data = _a_dir_under_usr(), "/usr/share/zoneinfo"
+    monkeypatch.setattr(shell_module, "_package_dirs", lambda: [package], raising=False)
+    monkeypatch.setenv("GEM_DATA_DIR", data if os.path.isdir(data) else package)
+    with Shell(timeout_s=10) as sh:
+        sh.reset_workspace()
+        result = sh.run(f"ls -A {package} | wc -l; ls -A {data} 2>/dev/null | wc -l; "
+                        f"touch {package}/x 2>&1; ls /usr/bin/bash")
+        lines = result.output.splitlines()
+        assert lines[:2] == ["0", "0"], result.output
+        assert "Read-only file system" in lines[2] and lines[3] == "/usr/bin/bash"
+    # The real layout: nothing of gem_core is reachable, wherever it is installed.
+    with Shell(timeout_s=20) as sh:
+        sh.reset_workspace()
+        found = sh.run("find / -path /proc -prune -o \\( -name solution.sh -o -name 'gem_core*' \\) -print "
+                       "2>/dev/null | head -n 3")
+        assert found.output == "", found.output
