@@ -286,6 +286,11 @@ class Zygote:
             os.closerange(4, 1 << 16)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            try:  # under a memory cgroup, the OOM killer takes a run's processes, not the zygote
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("1000")
+            except OSError:
+                pass
             if self.drop_uid is not None:
                 os.setgroups([])
                 os.setgid(self.drop_uid)

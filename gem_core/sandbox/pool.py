@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import json
 import os
 import queue
@@ -156,7 +157,7 @@ def _masked_dirs(bound: Sequence[str]) -> list[str]:
     return masked
 
 
-def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
+def _bwrap_command(env: dict[str, str], root: bool, tmp_bytes: int | None = None) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not on PATH")
@@ -173,7 +174,10 @@ def _bwrap_command(env: dict[str, str], root: bool) -> list[str]:
     cmd += ["--perms", "0755", "--dir", "/etc"]
     for path in _ETC_FILES:
         cmd += ["--ro-bind-try", path, path]
-    cmd += ["--dev", "/dev", "--mqueue", "/dev/mqueue", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+    cmd += ["--dev", "/dev", "--mqueue", "/dev/mqueue", "--proc", "/proc", "--perms", "1777"]
+    if tmp_bytes is not None:
+        cmd += ["--size", str(tmp_bytes)]
+    cmd += ["--tmpfs", "/tmp"]
     made: set[str] = set()
     bound = _python_dirs()
     for path in bound:
@@ -206,10 +210,10 @@ def _unshare_command(root: bool) -> list[str]:
     return [unshare, *user, "--net", "--pid", "--ipc", "--fork", "--kill-child"]
 
 
-def _prefix(isolation: Isolation, env: dict[str, str]) -> list[str]:
+def _prefix(isolation: Isolation, env: dict[str, str], tmp_bytes: int | None = None) -> list[str]:
     root = os.geteuid() == 0
     if isolation == "bwrap":
-        return _bwrap_command(env, root)
+        return _bwrap_command(env, root, tmp_bytes)
     if isolation == "netns":
         return _unshare_command(root)
     return []
@@ -303,6 +307,151 @@ def _count_user_processes(uid: int) -> int:
     return count
 
 
+_SECCOMP: dict[str, bytes | None] = {}
+
+
+def _seccomp_program() -> bytes | None:
+    """The filter every bubblewrap zygote (and so every run) gets, or ``None`` where it
+    cannot be built or bubblewrap refuses it here: ptrace and the other calls of
+    `gem_core.sandbox.seccomp.DEFAULT_DENY` fail, and so does creating a user namespace."""
+    with _PROBE_LOCK:
+        if "program" in _SECCOMP:
+            return _SECCOMP["program"]
+        from gem_core.sandbox import seccomp
+
+        program: bytes | None
+        try:
+            program = seccomp.build_filter()
+            fd = seccomp.filter_fd(program)
+            try:
+                bwrap = shutil.which("bwrap") or "bwrap"
+                proc = subprocess.run([bwrap, "--ro-bind", "/", "/", "--seccomp", str(fd), "--", "/bin/true"],
+                                      capture_output=True, timeout=30, pass_fds=(fd,))
+            finally:
+                os.close(fd)
+            if proc.returncode != 0:
+                program = None
+        except (SandboxUnavailable, OSError, subprocess.SubprocessError, ValueError):
+            program = None
+        _SECCOMP["program"] = program
+        return program
+
+
+def _memory_cgroup_root() -> tuple[str, str] | None:
+    """``(version, directory)`` under which this process may create memory cgroups, or
+    ``None``: cgroup v2 when our cgroup delegates the memory controller to children, else
+    a writable v1 memory hierarchy."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    own = {}
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for name in controllers.split(",") if controllers else ["<v2>"]:
+            own[name] = path
+    for fields in mounts:
+        if " - " not in " ".join(fields):
+            continue
+        sep = fields.index("-")
+        fstype, options = fields[sep + 1], fields[-1].split(",")
+        mount_point = fields[4]
+        if fstype == "cgroup2" and "<v2>" in own:
+            base = os.path.join(mount_point, own["<v2>"].lstrip("/"))
+            try:
+                with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                    delegated = "memory" in f.read().split()
+            except OSError:
+                continue
+            if delegated and os.access(base, os.W_OK):
+                return "v2", base
+        elif fstype == "cgroup" and "memory" in options and "memory" in own:
+            base = os.path.join(mount_point, own["memory"].lstrip("/"))
+            if os.path.isfile(os.path.join(base, "memory.limit_in_bytes")) and os.access(base, os.W_OK):
+                return "v1", base
+    return None
+
+
+class _MemoryCgroup:
+    """The memory cgroup of one slot: its zygote and every process of its runs."""
+
+    def __init__(self, version: str, path: str):
+        self.version = version
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        self.procs = os.path.join(path, "cgroup.procs")
+
+    def _write(self, name: str, value: str) -> None:
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def usage(self) -> int:
+        name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
+        with open(os.path.join(self.path, name)) as f:
+            return int(f.read())
+
+    def limit(self, nbytes: int | None) -> None:
+        """Cap memory (and swap) of everything in the cgroup; ``None`` lifts the cap."""
+        if self.version == "v2":
+            self._write("memory.max", "max" if nbytes is None else str(nbytes))
+            try:
+                self._write("memory.swap.max", "max" if nbytes is None else "0")
+            except OSError:
+                pass
+            return
+        value = "-1" if nbytes is None else str(nbytes)
+        swap = os.path.join(self.path, "memory.memsw.limit_in_bytes")
+        if nbytes is None and os.path.exists(swap):
+            self._write("memory.memsw.limit_in_bytes", value)  # lift the larger one first
+        self._write("memory.limit_in_bytes", value)
+        if nbytes is not None and os.path.exists(swap):
+            try:
+                self._write("memory.memsw.limit_in_bytes", value)
+            except OSError:
+                pass
+
+    def remove(self) -> None:
+        for _ in range(50):  # the last processes may still be exiting
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+_UID_BLOCKS: set[int] = set()  # uid blocks held by this process's pools
+_UID_LOCK = threading.Lock()
+_UID_BLOCKS_PER_PROCESS = 64
+_UIDS_PER_POOL = 64
+
+
+def _take_uid_block() -> int:
+    """A block of `_UIDS_PER_POOL` uids no other pool of this host process uses: from the
+    pid (other processes) and a per-process index (other pools here)."""
+    with _UID_LOCK:
+        free = [i for i in range(_UID_BLOCKS_PER_PROCESS) if i not in _UID_BLOCKS]
+        if not free:
+            raise SandboxError(
+                f"more than {_UID_BLOCKS_PER_PROCESS} Sandbox pools are open in this process; "
+                "close some (or share one: the pool is thread-safe)")
+        _UID_BLOCKS.add(free[0])
+        block = (os.getpid() % (1 << 19)) * _UID_BLOCKS_PER_PROCESS + free[0]
+        return 1_000_000 + block * _UIDS_PER_POOL
+
+
+def _release_uid_block(base: int) -> None:
+    with _UID_LOCK:
+        _UID_BLOCKS.discard(((base - 1_000_000) // _UIDS_PER_POOL) % _UID_BLOCKS_PER_PROCESS)
+
+
+_POOL_IDS = itertools.count()  # names the cgroups of each pool of this process
+
+
 # ----------------------------------------------------------------------------- worker
 
 _SPAWNER: ThreadPoolExecutor | None = None
@@ -341,6 +490,7 @@ class _Worker:
         self.proc: subprocess.Popen | None = None
         self.stderr_file: Any = None
         self.cleaning = False  # the zygote is tidying up after a run; an idle frame follows
+        self.cgroup: _MemoryCgroup | None = None
 
     @property
     def alive(self) -> bool:
@@ -350,23 +500,43 @@ class _Worker:
         pool = self.pool
         config = dict(pool._zygote_config)
         if pool._drop_uid_base is not None:
-            config["drop_uid"] = pool._drop_uid_base + self.slot
+            config["drop_uid"] = pool._drop_uid_base + self.slot % _UIDS_PER_POOL
         if pool._base_dir is not None:  # each slot wipes a dir of its own after each run
             slot_dir = os.path.join(pool._base_dir, f"slot-{self.slot}")
             os.makedirs(slot_dir, exist_ok=True)
             os.chmod(slot_dir, 0o1777 if os.geteuid() == 0 else 0o700)
             config["base_dir"] = slot_dir
             config["clean_dirs"] = [slot_dir]
-        cmd = [*pool._prefix, sys.executable, "-I", "-c", _SERVER_SOURCE, json.dumps(config)]
+        prefix, pass_fds = list(pool._prefix), ()
+        if pool._seccomp is not None:
+            from gem_core.sandbox.seccomp import filter_fd
+
+            seccomp_fd = filter_fd(pool._seccomp)
+            prefix += ["--seccomp", str(seccomp_fd)]
+            pass_fds = (seccomp_fd,)
+        cmd = [*prefix, sys.executable, "-I", "-c", _SERVER_SOURCE, json.dumps(config)]
+        if pool._cgroup_root is not None:
+            # The zygote starts inside its slot's memory cgroup (a shell joins it, then
+            # execs the isolation layer), so every process of every run is counted there.
+            if self.cgroup is None:
+                version, root = pool._cgroup_root
+                self.cgroup = _MemoryCgroup(version, os.path.join(root, f"{pool._cgroup_name}-{self.slot}"))
+            self.cgroup.limit(None)
+            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self.cgroup.procs, *cmd]
         self.stderr_file = tempfile.TemporaryFile()
-        self.proc = _spawn(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file,
-            env=pool._popen_env, cwd=pool._base_dir or "/", start_new_session=True,
-        )
+        try:
+            self.proc = _spawn(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file,
+                env=pool._popen_env, cwd=pool._base_dir or "/", start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         deadline = time.monotonic() + pool.start_timeout_s
         reply = self._read_frame(deadline)
         if not isinstance(reply, dict) or not reply.get("ready"):
-            why = "no ready message" if reply is None else f"unexpected first message {reply!r}"
+            why = "no ready message" if reply is None else f"unexpected first message {str(reply)[:200]!r}"
             err = self._stderr_tail()
             self.kill()
             raise SandboxError(
@@ -374,6 +544,13 @@ class _Worker:
                 + (f" Its stderr: {err}" if err else "")
                 + " Try Sandbox(isolation='rlimits') to check whether the isolation layer is the cause."
             )
+        if self.cgroup is not None:
+            # Runs share memory_mb on top of what the idle zygote holds.
+            try:
+                self.cgroup.limit(self.cgroup.usage() + pool._memory_bytes)
+            except (OSError, ValueError) as e:
+                self.kill()
+                raise SandboxError(f"sandbox worker: cannot set the memory limit of its cgroup {self.cgroup.path}: {e}") from None
         self.preloaded = reply.get("preloaded", [])
         self.cleaning = False
 
@@ -542,8 +719,9 @@ class Sandbox:
         isolation: Literal["auto"] | Isolation = "auto",
         cpu_s: float = 10,
         memory_mb: int = 1024,
-        max_processes: int = 64,
+        max_processes: int | None = None,
         file_size_mb: int = 16,
+        tmp_mb: int | None = None,
         max_open_files: int = 256,
         timeout_s: float = 10,
         max_output_bytes: int = 64 * 1024,
@@ -552,8 +730,11 @@ class Sandbox:
     ):
         if size is None:
             size = min(4, max(2, os.cpu_count() or 2))
+        if tmp_mb is None:
+            tmp_mb = 4 * int(file_size_mb)
         for name, value in (("size", size), ("cpu_s", cpu_s), ("memory_mb", memory_mb),
-                            ("max_processes", max_processes), ("file_size_mb", file_size_mb),
+                            ("max_processes", 1 if max_processes is None else max_processes),
+                            ("file_size_mb", file_size_mb), ("tmp_mb", tmp_mb),
                             ("max_open_files", max_open_files), ("timeout_s", timeout_s),
                             ("max_output_bytes", max_output_bytes)):
             if not value > 0:
@@ -594,12 +775,24 @@ class Sandbox:
         # able to read the Python installation; under e.g. a 0700 /root it cannot, and the
         # executions keep the host's uid (NPROC then does not bind root: reduced isolation).
         can_drop = root and (level == "bwrap" or all(_others_can_read(p) for p in _python_dirs()))
-        self._drop_uid_base = 1_000_000 + (os.getpid() % 1_000_000) * 64 if can_drop else None
+        # The uids of a pool: unique per host pid and per pool within the process.
+        self._drop_uid_base = _take_uid_block() if can_drop else None
+        # Memory: a cgroup per slot bounds all processes of a run together, where this
+        # host lets us create one; otherwise the bound is processes x memory_mb.
+        self._cgroup_root = _memory_cgroup_root()
+        self._cgroup_name = f"gem-sandbox-{os.getpid()}-{next(_POOL_IDS)}"
+        self._memory_bytes = int(memory_mb) << 20
+        self.memory_scope: Literal["run", "process"] = "run" if self._cgroup_root else "process"
+        if max_processes is None:
+            max_processes = 64 if self._cgroup_root else 16
+        self.max_processes = int(max_processes)
+        self.tmp_mb = int(tmp_mb)
         nproc = int(max_processes) if can_drop else _count_user_processes(os.getuid()) + int(max_processes)
+        self._seccomp = _seccomp_program() if level == "bwrap" else None
         path = ":".join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
         env = dict(_SANDBOX_ENV, PATH=path, HOME=base, TMPDIR=base)
         self._popen_env = env
-        self._prefix = _prefix(level, env)
+        self._prefix = _prefix(level, env, int(tmp_mb) << 20)
         self._zygote_config = {
             "pidns": level in ("bwrap", "netns"),
             "ipcns": level in ("bwrap", "netns"),
@@ -622,7 +815,8 @@ class Sandbox:
             self._idle.put(worker)
         self._closed = False
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, Sandbox._shutdown, self._workers, self._base_dir)
+        self._finalizer = weakref.finalize(self, Sandbox._shutdown, self._workers, self._base_dir,
+                                           self._drop_uid_base)
         atexit.register(self._finalizer)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -661,11 +855,15 @@ class Sandbox:
         atexit.unregister(self._finalizer)
 
     @staticmethod
-    def _shutdown(workers: list[_Worker], base_dir: str | None) -> None:
+    def _shutdown(workers: list[_Worker], base_dir: str | None, uid_base: int | None = None) -> None:
         for worker in workers:
             worker.kill()
+            if worker.cgroup is not None:
+                worker.cgroup.remove()
         if base_dir:
             remove_path(base_dir)
+        if uid_base is not None:
+            _release_uid_block(uid_base)
 
     @property
     def closed(self) -> bool:

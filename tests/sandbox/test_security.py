@@ -417,3 +417,100 @@ def test_a_normal_install_does_not_show_gem_core_or_its_data_to_sandboxed_code(t
     assert "READ" not in report["reads"], report["reads"]
     assert report["reads"].count("denied") == 3, report["reads"]
     assert report["lookup_rewards"] == [0.0, 0.0, 0.0], report
+
+
+# ----------------------------------------------------------------------------- resource bounds
+
+
+@requires_bwrap
+def test_private_tmp_is_size_limited():
+    # Regression: the /tmp tmpfs had no --size (375 MiB written with memory_mb=128).
+    from gem_core.sandbox import Sandbox
+
+    fill = (
+        "import os\nwritten = 0\n"
+        "try:\n"
+        "    for i in range(64):\n"
+        "        with open(f'/tmp/fill-{i}', 'wb') as f:\n"
+        "            for _ in range(4):\n"
+        "                f.write(b'x' * (1 << 20))\n"
+        "                written += 1\n"
+        "except OSError as e:\n"
+        "    print(type(e).__name__, e.errno)\n"
+        "print(written)\n"
+    )
+    with Sandbox(size=1, tmp_mb=24, file_size_mb=8, timeout_s=20) as sb:
+        assert sb.isolation == "bwrap"
+        result = sb.run(fill)
+        assert result.stdout.startswith("OSError 28\n"), result  # ENOSPC
+        assert int(result.stdout.split()[-1]) <= 24, result
+        assert sb.run("print(1)").stdout == "1\n"  # the full /tmp was wiped
+    with Sandbox(size=1, file_size_mb=4, timeout_s=20) as sb:  # default: 4 x file_size_mb
+        assert int(sb.run(fill).stdout.split()[-1]) <= 16
+
+
+_HOGS = """
+import os, sys, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(150 << 20)
+        block[::4096] = b"\\1" * len(range(0, len(block), 4096))   # really touch every page
+        time.sleep(1.5)
+        os._exit(0)
+    kids.append(pid)
+print(sorted(os.waitpid(pid, 0)[1] == 0 for pid in kids).count(True))
+"""
+
+
+def test_memory_is_bounded_across_the_processes_of_a_run():
+    # Regression: memory was bounded per process only (five children held 1.6 GiB with
+    # memory_mb=512). With a memory cgroup the run's processes share memory_mb.
+    from gem_core.sandbox import Sandbox
+
+    with Sandbox(size=1, memory_mb=256, timeout_s=20) as sb:
+        if sb.memory_scope != "run":
+            assert sb.memory_scope == "process"
+            pytest.skip("no writable memory cgroup here: memory is bounded per process "
+                        f"(max_processes={sb.max_processes} x memory_mb)")
+        result = sb.run(_HOGS)
+        assert result.stdout == "1\n", result  # 4 x 150 MiB do not fit in 256 MiB together
+        assert sb.run("print(2)").stdout == "2\n"  # the worker survived its run's OOM kills
+
+
+def test_without_a_memory_cgroup_the_bound_is_documented_and_processes_are_fewer(monkeypatch):
+    from gem_core.sandbox import Sandbox, pool
+
+    monkeypatch.setattr(pool, "_memory_cgroup_root", lambda: None)
+    with Sandbox(size=1) as sb:
+        assert sb.memory_scope == "process" and sb.max_processes == 16
+        assert sb.run("print(3)").stdout == "3\n"
+
+
+def test_two_pools_in_one_process_do_not_share_uids():
+    # Regression: the uid base depended on the pid only, so one pool's processes counted
+    # against (and could exhaust) the other's RLIMIT_NPROC.
+    from gem_core.sandbox import Sandbox
+
+    with Sandbox(size=1) as a, Sandbox(size=1) as b:
+        if a._drop_uid_base is None:
+            pytest.skip("executions keep the host's uid here (not root, or a Python the dropped uid cannot read)")
+        uid_a = a.run("import os; print(os.getuid())").stdout
+        uid_b = b.run("import os; print(os.getuid())").stdout
+        assert uid_a != uid_b, (uid_a, uid_b)
+
+
+@requires_bwrap
+def test_runs_cannot_create_user_namespaces():
+    from gem_core.sandbox import Sandbox
+
+    code = (
+        "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print(libc.unshare(0x10000000), errno.errorcode.get(ctypes.get_errno()))\n"  # CLONE_NEWUSER
+    )
+    with Sandbox(size=1) as sb:
+        assert sb.isolation == "bwrap"
+        assert sb.run(code).stdout == "-1 EPERM\n"
+        forked = sb.run("import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('forked')")
+        assert forked.stdout == "forked\n", forked  # plain fork (clone) still works
