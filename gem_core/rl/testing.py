@@ -1,4 +1,5 @@
-"""Tiny offline models: a random-weight Llama/Qwen2 causal LM with a BPE tokenizer trained in code."""
+"""Tiny offline models (a random-weight Llama/Qwen2 causal LM with a BPE tokenizer trained in
+code), scripted policies, and `TinyModelGenerator`: a tiny model behind an adapter's generate call."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ __all__ = [
     "CHATML_TEMPLATE",
     "ScriptedPolicy",
     "TextPolicy",
+    "TinyModelGenerator",
     "SPECIAL_TOKENS",
     "build_tiny_tokenizer",
     "build_tiny_model",
@@ -337,3 +339,105 @@ class TextPolicy(ScriptedPolicy):
             return list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [eos]
 
         super().__init__(to_ids, stop_token_ids=(eos,), delay_s=delay_s)
+
+
+class TinyModelGenerator:
+    """A tiny transformers model answering generate calls in this process (adapter tests).
+
+    An adapter's tests put it behind the trainer's own server interface (e.g. verl's
+    ``LLMServerClient``), so everything above that call is the trainer's code. Two modes:
+
+    - free: greedy decoding (stops at the tokenizer's EOS or ``max_tokens``);
+    - scripted: ``script(tokenizer, prompt_ids) -> ids`` picks the tokens (e.g.
+      ``functools.partial(gem_core.testing.conformance.scenario_script, name)``), cut to
+      ``max_tokens``; the model scores them, so the log-probs are the model's.
+
+    The model is loaded on first use in the process that generates; the object pickles
+    small (without the model), so it can travel into Ray actors.
+
+    Args:
+        model_path: a Hugging Face model directory (e.g. `build_tiny_model`).
+        script: see above; ``None`` decodes greedily.
+
+    Attributes:
+        requests: ``{"prompt_ids", "token_ids", "max_tokens"}`` of every call.
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str], *, script: Any = None):
+        self.model_path = str(model_path)
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_model=None, _tokenizer=None, _lock=None, requests=[])
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def load(self) -> tuple[Any, Any]:
+        """``(model, tokenizer)``, loaded once (offline)."""
+        with self._lock:
+            if self._model is None:
+                torch = _require("torch", "TinyModelGenerator")
+                transformers = _require("transformers", "TinyModelGenerator")
+                torch.set_num_threads(1)
+                path = self.model_path
+                self._tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+                model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+                self._model = model.eval()
+        return self._model, self._tokenizer
+
+    def score(self, prompt_ids: list[int], ids: list[int]) -> list[float]:
+        """The model's log-prob of each of ``ids`` after ``prompt_ids``."""
+        import torch
+
+        model, _ = self.load()
+        if not ids:
+            return []
+        seq = torch.tensor([list(prompt_ids) + list(ids)], dtype=torch.long)
+        with torch.no_grad():
+            logits = model(seq).logits[0, len(prompt_ids) - 1 : -1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        return logp.gather(1, torch.tensor(ids).unsqueeze(1)).squeeze(1).tolist()
+
+    def greedy(self, prompt_ids: list[int], max_tokens: int) -> list[int]:
+        """Greedy decoding with the KV cache, up to EOS (included) or ``max_tokens``."""
+        import torch
+
+        model, tokenizer = self.load()
+        eos = tokenizer.eos_token_id
+        out: list[int] = []
+        past = None
+        inp = torch.tensor([list(prompt_ids)], dtype=torch.long)
+        with torch.no_grad():
+            for _ in range(max_tokens):
+                res = model(inp, past_key_values=past, use_cache=True)
+                past = res.past_key_values
+                tok = int(res.logits[0, -1].argmax())
+                out.append(tok)
+                if tok == eos:
+                    break
+                inp = torch.tensor([[tok]], dtype=torch.long)
+        return out
+
+    def complete(self, prompt_ids: list[int], max_tokens: int) -> tuple[list[int], list[float]]:
+        """One response (scripted or greedy) and its log-probs; recorded in `requests`."""
+        _, tokenizer = self.load()
+        prompt = [int(t) for t in prompt_ids]
+        if self.script is not None:
+            ids = [int(t) for t in self.script(tokenizer, prompt)][:max_tokens]
+        else:
+            ids = self.greedy(prompt, max_tokens)
+        self.requests.append({"prompt_ids": prompt, "token_ids": ids, "max_tokens": int(max_tokens)})
+        return ids, self.score(prompt, ids)
+
+    async def __call__(self, prompt_ids: list[int], max_tokens: int) -> tuple[list[int], list[float], None]:
+        """The `gem_core.rl.BudgetedPolicy` generate signature."""
+        ids, logprobs = self.complete(prompt_ids, max_tokens)
+        return ids, logprobs, None
