@@ -524,17 +524,31 @@ class Shell:
 
     Isolation levels (`isolation` says which is in force):
 
-    * ``"bwrap"``: bubblewrap with no network, new pid/ipc/uts namespaces, ``--clearenv``;
-      read-only ``/usr`` (and the ``/bin``, ``/lib`` links), a minimal ``/etc``, a private
-      ``/tmp`` tmpfs (in memory; capped at ``max_workspace_mb`` where bubblewrap is 0.8
-      or newer, uncapped otherwise), and the workspace bound at ``/workspace``
-      (writable, or read-only with ``read_only=True``). When the host runs as root, each
-      command drops to a uid of this shell (via ``setpriv``, no capabilities,
-      ``no_new_privs``), so ``max_processes`` binds and the workspace is owned by that uid.
+    * ``"bwrap"`` (needs bubblewrap, ``apt-get install bubblewrap``; 0.8+ for the size
+      cap of ``/tmp``): no network, new pid/ipc/uts namespaces, ``--clearenv``;
+      read-only ``/usr`` (and the ``/bin``, ``/lib`` links), a minimal ``/etc``, a
+      private ``/tmp`` tmpfs (in memory; capped at ``max_workspace_mb`` where bubblewrap
+      is 0.8 or newer), and the workspace bound at ``/workspace`` (writable, or
+      read-only with ``read_only=True``). The installed ``gem_core`` (its tasks' tests
+      and solutions, data samples) and ``$GEM_DATA_DIR`` are hidden behind an empty
+      tmpfs where they lie under a bound directory (a non-editable install under
+      ``/usr``). A seccomp filter (`gem_core.sandbox.seccomp`) denies ``ptrace``,
+      ``process_vm_readv``/``writev``, ``pidfd_getfd``, ``kcmp``, ``userfaultfd``,
+      ``open_by_handle_at``, new user namespaces, and every system call through another
+      ABI (32-bit, x32), so nothing depends on the host's Yama setting (Yama is not
+      required); debuggers do not work inside. When the host runs as root, each command
+      drops to a uid of this shell (``setpriv``, no capabilities, ``no_new_privs``), so
+      ``max_processes`` binds and the workspace is owned by that uid; a ``grader`` run
+      drops to a second uid of this shell (see `run`). Two live Shells never share a
+      uid. A non-root host gets no uid of its own per shell: the agent's and the
+      grader's commands are then one uid (the seccomp filter still stops tracing, but a
+      program a grader runs can read the grader's ``files``).
     * ``"netns"`` / ``"rlimits"``: no bubblewrap (a single `ReducedIsolationWarning`):
       commands run on the host's file system with the workspace's real path as cwd and
       ``$TMPDIR`` in a private directory; ``"netns"`` adds private network and pid
       namespaces. A ``read_only`` run gets a throwaway copy of the workspace instead.
+      No seccomp filter and no hidden package: a command can read whatever its uid may
+      read on the host (the shipped tasks' tests among it). Not for RL training.
 
     Every command gets rlimits (file size, address space, processes, open files, CPU
     time) set by a bash prologue it cannot raise, a wall-clock timeout after which its
@@ -543,8 +557,9 @@ class Shell:
     The workspace as a whole is capped too (there is no quota without root): after each
     writable command, and every 0.25 s while one runs (less often when the workspace is
     big enough to make the walk slow: it takes at most ~10% of a CPU), a walk of the
-    workspace (`_disk_usage`: never follows symlinks, stops early) sums its disk use and
-    counts its entries. Past ``max_workspace_mb`` or ``max_workspace_files`` a running
+    workspace (`_disk_usage`: by directory fds, so at any depth and path length; never
+    follows symlinks, stops early; fails closed, so what it cannot measure counts as
+    over) sums its disk use and counts its entries. Past ``max_workspace_mb`` or ``max_workspace_files`` a running
     command is killed and the result says ``workspace_over_limit``; the caller should
     then remove the workspace. Between two checks a command can still write at disk
     speed, so the cap can overshoot by a quarter second of writing (a few hundred MB on
@@ -568,7 +583,9 @@ class Shell:
             With both off the workspace is not measured.
 
     Not thread-safe: one command at a time (one `Shell` per episode runner). `close`
-    removes the workspace; it is idempotent and also runs when the object is collected.
+    removes the workspace (at any depth; it never raises) and gives the shell's uids
+    back (at most 256 Shells live at once per process); it is idempotent and also runs
+    when the object is collected.
     """
 
     def __init__(

@@ -84,8 +84,22 @@ class TerminalEnv(Env[str, str]):
     there is no network, and each command has a wall timeout and limits on processes,
     file size and memory. The workspace as a whole is capped at ``max_workspace_mb`` of
     disk (256 MiB) and ``max_workspace_files`` entries (10,000), measured after every
-    command and every 0.25 s while one runs. Without bubblewrap the isolation is
-    reduced (a `ReducedIsolationWarning`).
+    command and every 0.25 s while one runs.
+
+    Isolation and what to provide: install bubblewrap (``apt-get install bubblewrap``;
+    0.8+ caps ``/tmp``) and util-linux's ``setpriv``; Yama is not required. Under
+    bubblewrap every command also gets a seccomp filter (no ``ptrace``, no reading other
+    processes' memory, no user namespaces) and sees no installed ``gem_core`` (the
+    tasks' tests and solutions) nor ``$GEM_DATA_DIR``. On a root host (a container as
+    root) the agent's commands run as a uid of this env and the tests as a second,
+    grader uid: the test reads the whole workspace, the task's ``test.sh`` is readable by
+    the grader alone, and the agent's programs that a test runs (python-bugfix's
+    ``stats.py``, fix-shell-script's ``backup.sh``) run as the agent's uid through
+    ``as_agent``, so they can neither read the expected values nor trace or signal the
+    test. On a non-root host both are one uid, and such a program could read the test:
+    grade RL runs on a root host. Without bubblewrap the isolation is reduced (a
+    `ReducedIsolationWarning`): commands see the host's files, the shipped tests among
+    them; do not train on it.
 
     Observation:
         At reset: the instruction, the rules of the shell and the action format.
@@ -110,7 +124,8 @@ class TerminalEnv(Env[str, str]):
         ``terminated`` after ``<finish>``; ``truncated`` when ``max_turns`` turns are
         used up. Either way the tests run then, in the workspace mounted read-only (a
         copy without bubblewrap), with ``test.sh`` taken from the task's directory, not
-        from the workspace; the final reward and ``info["success"]`` come from them.
+        from the workspace, as the grader (`gem_core.sandbox.Shell.run` with
+        ``grader=True``); the final reward and ``info["success"]`` come from them.
         Also ``terminated`` at once, without tests, when a command takes the workspace
         over ``max_workspace_mb`` or ``max_workspace_files`` (a command still running
         then is killed): the workspace is deleted at that moment (it could fill the
@@ -145,7 +160,9 @@ class TerminalEnv(Env[str, str]):
             hold; ``None`` for no cap.
 
     Version history: v0 — 13 shipped tasks; ``terminal:Mixed-v0`` samples one per reset;
-    the workspace cap (256 MiB, 10,000 entries) was added within v0.
+    the workspace cap (256 MiB, 10,000 entries) was added within v0; so were the grader
+    uid (tests run the agent's programs through ``as_agent``), the seccomp filter and the
+    hidden package (a program under test could read or ptrace the test before).
     """
 
     metadata = {"category": "terminal"}
