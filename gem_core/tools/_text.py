@@ -9,8 +9,9 @@ would otherwise raise `RecursionError` on ``[[[[...``).
 from __future__ import annotations
 
 import json
+import operator
 import re
-from itertools import accumulate
+from itertools import accumulate, count
 from typing import Any
 
 __all__ = [
@@ -34,21 +35,33 @@ MAX_JSON_CHARS = 1_000_000
 # match never backtracks, and an unterminated string ends the scan instead of being
 # retried from each escaped quote inside it.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+# Brackets as bytes (UTF-8 never puts an ASCII byte inside a multi-byte character): every
+# other byte deleted, openers weighted 2 and closers 0, so that after the i-th bracket
+# (from 1) the prefix sum minus i is the depth there; all of it runs in C.
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_WEIGHT = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 
 
 class JSONLimitError(ValueError):
     """JSON text over `MAX_JSON_CHARS` characters or nested deeper than `MAX_JSON_DEPTH`."""
 
 
+def _brackets(text: str) -> bytes:
+    """The brackets of ``text`` outside strings, as weights: 2 per opener, 0 per closer."""
+    outside = _STRING.sub("", text).encode("utf-8", "surrogatepass")
+    return outside.translate(_WEIGHT, _NOT_BRACKET)
+
+
+def _depth(brackets: bytes) -> int:
+    if not brackets:
+        return 0
+    return max(0, max(map(operator.sub, accumulate(brackets), count(1))))
+
+
 def json_depth(text: str) -> int:
     """The deepest nesting of ``[``/``{`` outside strings in ``text`` (an upper bound of what
     `json.loads` would recurse into; exact for valid JSON), in linear time."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    if not brackets:
-        return 0
-    return max(0, max(accumulate(map(_DELTA.__getitem__, brackets))))
+    return _depth(_brackets(text))
 
 
 def loads_bounded(
@@ -63,10 +76,12 @@ def loads_bounded(
     """
     if len(text) > max_chars:
         raise JSONLimitError(f"the JSON has {len(text)} characters; at most {max_chars} are allowed")
-    depth = json_depth(text)
-    if depth > max_depth:
+    brackets = _brackets(text)
+    # A run of openers is the usual attack; finding one is a memchr-speed scan.
+    if b"\x02" * (max_depth + 1) in brackets or _depth(brackets) > max_depth:
         raise JSONLimitError(
-            f"the JSON nests {depth} levels deep; at most {max_depth} levels are allowed"
+            f"the JSON nests more than {max_depth} levels deep; at most {max_depth} levels "
+            "are allowed"
         )
     try:
         return json.loads(text)

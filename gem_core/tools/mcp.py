@@ -6,24 +6,23 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
-import re
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from gem_core.errors import DependencyNotInstalled, Error
-from gem_core.tools._text import JSONLimitError, loads_bounded
+from gem_core.tools._text import MAX_JSON_CHARS, MAX_JSON_DEPTH, JSONLimitError, loads_bounded
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
-__all__ = ["MCPTool", "MCPConnectionError"]
+__all__ = ["MCPTool", "MCPConnectionError", "MAX_JSON_CHARS", "MAX_JSON_DEPTH"]
 
 _OPEN = "<tool_call>"
 _CLOSE = "</tool_call>"
-_XML_CALL = re.compile(
-    r"^\s*<tool_name>\s*(?P<name>[^<]*?)\s*</tool_name>\s*"
-    r"(?:<arguments>(?P<args>.*?)</arguments>\s*)?$",
-    re.DOTALL,
+_NAME_OPEN, _NAME_CLOSE = "<tool_name>", "</tool_name>"
+_ARGS_OPEN, _ARGS_CLOSE = "<arguments>", "</arguments>"
+_XML_EXPECTED = (
+    "expected <tool_name>NAME</tool_name><arguments>{...}</arguments> inside <tool_call>"
 )
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -148,6 +147,17 @@ class MCPTool(Tool):
     fall-through to the task: bad JSON, an unknown tool, arguments that fail the input
     schema (required keys and top-level types, when ``validate_arguments``), a tool that
     raises (``isError`` result), a timeout, a server that cannot be reached or dies.
+
+    Malformed and hostile calls: `parse` never raises and runs in time linear in the
+    action's length on any string (the blocks are cut with `str.find`, no backtracking
+    regular expression). JSON (the call object, the ``<arguments>`` block, or arguments
+    sent as a JSON string) longer than `MAX_JSON_CHARS` (1 MB) or nested deeper than
+    `MAX_JSON_DEPTH` (64 levels, checked by a linear pre-scan before decoding) is refused
+    as malformed; a malformed call is answered ``MCP error: could not read the tool call:
+    REASON. Expected ...`` (``info["reason"] == "bad_call"``) without contacting the
+    server. What the server does with well-formed but hostile arguments is the server's
+    business (the shop server of ``mcp:*`` bounds its SQL; see
+    `gem_core.envs.mcp_tasks.server`).
 
     Failure policy: a timeout or a lost connection drops the session (a stdio server is
     stopped); the *next* call opens a new one, trying ``max_retries + 1`` times with
@@ -513,7 +523,7 @@ class MCPTool(Tool):
 
         Malformed blocks still parse (``payload["error"]`` says what is wrong) so that
         `execute` can tell the agent; only an action with no ``<tool_call>`` tag is
-        ``None``.
+        ``None``. Never raises; linear time in ``len(action)``.
         """
         if not isinstance(action, str):
             return None
@@ -526,7 +536,10 @@ class MCPTool(Tool):
             body, stop = action[body_start:], len(action)
         else:
             body, stop = action[body_start:end], end + len(_CLOSE)
-        name, arguments, error = _parse_body(body)
+        try:
+            name, arguments, error = _parse_body(body)
+        except Exception as exc:  # noqa: BLE001 - parse never raises (the Tool contract)
+            name, arguments, error = None, None, f"unreadable call ({type(exc).__name__})"
         payload = {"name": name, "arguments": arguments, "error": error}
         return ToolCall(tool=self.name, payload=payload, span=(start, stop), raw=action[start:stop])
 
@@ -601,39 +614,17 @@ async def _owning_client(open_fn: Callable[..., Any], url: str, client: Any):
 
 
 def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
-    """``(name, arguments, error)`` of the text between the tool-call tags."""
+    """``(name, arguments, error)`` of the text between the tool-call tags.
+
+    Linear in ``len(body)`` whatever it holds: the XML form is cut with `str.find` (no
+    regular expression), and JSON goes through `loads_bounded` (size and depth checked
+    before decoding).
+    """
     text = body.strip()
     if not text:
         return None, None, "the <tool_call> block is empty"
     if text.startswith("<"):
-        m = _XML_CALL.match(text)
-        if m is None:
-            return (
-                None,
-                None,
-                (
-                    "expected <tool_name>NAME</tool_name><arguments>{...}</arguments> inside "
-                    "<tool_call>"
-                ),
-            )
-        name, raw = m.group("name").strip(), (m.group("args") or "").strip()
-        if not name:
-            return None, None, "the tool name is empty"
-        if not raw:
-            return name, {}, None
-        try:
-            arguments = loads_bounded(raw)
-        except JSONLimitError as exc:
-            return name, None, f"the arguments are refused: {exc}"
-        except json.JSONDecodeError as exc:
-            return name, None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-        if not isinstance(arguments, dict):
-            return (
-                name,
-                None,
-                f"the arguments must be a JSON object, got {type(arguments).__name__}",
-            )
-        return name, arguments, None
+        return _parse_xml(text)
     try:
         obj = loads_bounded(text)
     except JSONLimitError as exc:
@@ -658,6 +649,41 @@ def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | Non
     if not isinstance(arguments, dict):
         return name, None, f'"arguments" must be a JSON object, got {type(arguments).__name__}'
     return name.strip(), arguments, None
+
+
+def _parse_xml(text: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """The ``<tool_name>NAME</tool_name>[<arguments>JSON</arguments>]`` form (``text`` is
+    stripped): the name runs to the first ``<``, which must open ``</tool_name>``; after
+    it, only whitespace or one ``<arguments>`` block ending the text."""
+    if not text.startswith(_NAME_OPEN):
+        return None, None, _XML_EXPECTED
+    name_end = text.find("<", len(_NAME_OPEN))
+    if name_end < 0 or not text.startswith(_NAME_CLOSE, name_end):
+        return None, None, _XML_EXPECTED
+    name = text[len(_NAME_OPEN) : name_end].strip()
+    rest = text[name_end + len(_NAME_CLOSE) :].lstrip()
+    raw = ""
+    if rest:
+        if (
+            not rest.startswith(_ARGS_OPEN)
+            or not rest.endswith(_ARGS_CLOSE)
+            or len(rest) < len(_ARGS_OPEN) + len(_ARGS_CLOSE)
+        ):
+            return None, None, _XML_EXPECTED
+        raw = rest[len(_ARGS_OPEN) : len(rest) - len(_ARGS_CLOSE)].strip()
+    if not name:
+        return None, None, "the tool name is empty"
+    if not raw:
+        return name, {}, None
+    try:
+        arguments = loads_bounded(raw)
+    except JSONLimitError as exc:
+        return name, None, f"the arguments are refused: {exc}"
+    except json.JSONDecodeError as exc:
+        return name, None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(arguments, dict):
+        return name, None, f"the arguments must be a JSON object, got {type(arguments).__name__}"
+    return name, arguments, None
 
 
 def _check_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> str | None:

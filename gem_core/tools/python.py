@@ -8,14 +8,16 @@ import threading
 from typing import Any
 
 from gem_core.errors import InvalidArgument
+from gem_core.tools._text import first_block
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["PythonCodeTool"]
 
-_PATTERNS = (
-    re.compile(r"<python>(.*?)</python>", re.DOTALL),
-    re.compile(r"```[ \t]*(?:python3?|py)\b[ \t]*\n?(.*?)```", re.DOTALL),
-)
+_TAG_OPEN, _TAG_CLOSE = "<python>", "</python>"
+_FENCE = "```"
+# The opening line of a fence, up to where the code starts: no part of it can match what
+# the next part needs, so a failed try costs at most the run of blanks it looked at.
+_FENCE_OPEN = re.compile(r"```[ \t]*(?:python3?|py)\b[ \t]*\n?")
 _PREFIX = "Code execution result: "
 
 
@@ -24,6 +26,8 @@ class PythonCodeTool(Tool):
 
     Action format: a ``<python>...</python>`` block or a fenced ```` ```python ... ``` ````
     block; the earliest *complete* block in the action (the one that ends first) is run.
+    An unclosed tag or fence is no call. `parse` never raises and runs in linear time on
+    any string.
 
     Observation: ``"Code execution result: " + output + "\\n"``, where output is stdout,
     followed by a newline and stderr when there is any, with leading spaces and newlines
@@ -97,18 +101,20 @@ class PythonCodeTool(Tool):
         return self._sandbox
 
     def parse(self, action: str) -> ToolCall | None:
-        """The earliest complete code block in ``action`` (by end position), or ``None``."""
+        """The earliest complete code block in ``action`` (by end position), or ``None``.
+
+        Linear in ``len(action)``: tags and fences are found with `str.find`, the code is
+        never scanned by a regular expression (an unclosed fence used to cost quadratic
+        time).
+        """
         if not isinstance(action, str):
             return None
-        best: re.Match[str] | None = None
-        for pattern in _PATTERNS:
-            match = pattern.search(action)
-            if match and (best is None or (match.end(), match.start()) < (best.end(), best.start())):
-                best = match
-        if best is None:
+        blocks = [b for b in (_tag_block(action), _fence_block(action)) if b is not None]
+        if not blocks:
             return None
-        code = textwrap.dedent(best.group(1)).strip("\n")
-        return ToolCall(tool=self.name, payload=code, span=best.span(), raw=best.group(0))
+        start, body, body_end, end = min(blocks, key=lambda b: (b[3], b[0]))
+        code = textwrap.dedent(action[body:body_end]).strip("\n")
+        return ToolCall(tool=self.name, payload=code, span=(start, end), raw=action[start:end])
 
     def execute(self, call: ToolCall) -> ToolResult:
         """Run the call's code; errors (exceptions, limits, timeouts) come back as observations."""
@@ -167,3 +173,25 @@ class PythonCodeTool(Tool):
             sandbox, self._sandbox = self._sandbox, None
         if sandbox is not None and self._owns_sandbox:
             sandbox.close()
+
+
+def _tag_block(action: str) -> tuple[int, int, int, int] | None:
+    """``(start, code start, code end, end)`` of the first ``<python>...</python>``."""
+    block = first_block(action, _TAG_OPEN, _TAG_CLOSE)
+    return None if block is None else (*block, block[2] + len(_TAG_CLOSE))
+
+
+def _fence_block(action: str) -> tuple[int, int, int, int] | None:
+    """The first ```` ```python ```` (or ``py``/``python3``) fence and the ``` that ends it.
+
+    The first fence opening that is followed by a closing ``` is the first opening at all
+    (a ``` after a later opening also follows the first one), so one search for the
+    opening and one for the close suffice.
+    """
+    opening = _FENCE_OPEN.search(action)
+    if opening is None:
+        return None
+    close = action.find(_FENCE, opening.end())
+    if close < 0:
+        return None
+    return opening.start(), opening.end(), close, close + len(_FENCE)

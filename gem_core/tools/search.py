@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from typing import Any
 
 from gem_core.errors import InvalidArgument
 from gem_core.search.base import Passage, Retriever, SearchBackendError
+from gem_core.tools._text import innermost_first_block
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["SearchTool", "format_passages"]
 
-# The earliest complete block; a query never contains another opening tag, so in
-# "<search>a <search>b</search>" the complete call is "<search>b</search>".
-_CALL = re.compile(r"<search>((?:(?!<search>).)*?)</search>", re.DOTALL)
+_OPEN, _CLOSE = "<search>", "</search>"
 
 EMPTY_QUERY = ("[SearchTool Error: the search query is empty. Write what to look up between the "
                "tags, e.g. <search>capital of France</search>]")
@@ -50,7 +48,7 @@ class SearchTool(Tool):
       cached in ``$GEM_CACHE/search`` (default ``~/.cache/gem/search``).
 
     Action format: the earliest complete ``<search>...</search>`` block; its stripped
-    text is the query. Observation: ``<information>Doc 1(Title: t) text\\nDoc 2(...)
+    text is the query (`parse` never raises and runs in linear time on any string). Observation: ``<information>Doc 1(Title: t) text\\nDoc 2(...)
     ...</information>`` with up to ``topk`` passages, ``<information>No results
     found.</information>``, or ``[SearchTool Error: ...]`` with ``error=True`` (empty query,
     unreachable server, timeout, bad response). The tool never raises into the rollout.
@@ -128,10 +126,14 @@ class SearchTool(Tool):
         """The earliest complete ``<search>...</search>`` call in ``action``, or ``None``."""
         if not isinstance(action, str):
             return None
-        match = _CALL.search(action)
-        if match is None:
+        # A query never contains another opening tag, so in "<search>a <search>b</search>"
+        # the complete call is "<search>b</search>". Linear: two finds and one rfind.
+        block = innermost_first_block(action, _OPEN, _CLOSE)
+        if block is None:
             return None
-        return ToolCall(self.name, match.group(1).strip(), match.span(), match.group(0))
+        start, body, close = block
+        end = close + len(_CLOSE)
+        return ToolCall(self.name, action[body:close].strip(), (start, end), action[start:end])
 
     def execute(self, call: ToolCall) -> ToolResult:
         """Search for ``call.payload``; every failure comes back as an error observation."""
