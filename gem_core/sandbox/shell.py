@@ -646,11 +646,6 @@ class Shell:
         self._setpriv = shutil.which("setpriv") if root else None
         self._uid: int | None = None  # the agent's commands and programs
         self._grader_uid: int | None = None  # the test driver of a grader run
-        slot = None
-        if self._setpriv is not None:
-            slot = _take_uid_slot()
-            self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
-            self._grader_uid = self._uid + 1
         self._seccomp = _seccomp_program() if level == "bwrap" else None
         self._hidden = _hidden_dirs() if level == "bwrap" else []
         self._root: list[str | None] = [None]  # shared with the finalizer
@@ -658,6 +653,11 @@ class Shell:
         self._snapshots: dict[str, str] = {}
         self._closed = False
         self._runs = 0
+        slot = None
+        if self._setpriv is not None:
+            slot = _take_uid_slot()
+            self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
+            self._grader_uid = self._uid + 1
         self._finalizer = weakref.finalize(self, _release, self._root, slot)
 
     # -- workspace ------------------------------------------------------------------
