@@ -62,12 +62,24 @@ it also bounds the cost of one measurement (tens of milliseconds at this size)."
 
 _DISK_POLL_S = 0.25  # how often a running (writable) command's workspace is measured, at most
 _DRAIN_S = 0.2  # without a pid namespace: how long leftovers holding the pipe may delay a result
-# Dropped uids (far from real users and from the Python sandbox's): 2e9 + pid * 512 + slot,
-# two per live Shell (the agent's, the grader's). pid_max is at most 2**22, so every host
-# pid owns 512 uids of its own below 2**32 - 1; within a process a slot is held from the
-# Shell's creation to its close, so no two live Shells ever share a uid.
-_UID_BASE = 2_000_000_000
-_UIDS_PER_PID = 512
+# Dropped uids (far from real users, and above the Python sandbox pools', which end below
+# 2.15e9): 2.2e9 + pid * _UIDS_PER_PID + slot, two per live Shell (the agent's, the
+# grader's). _UIDS_PER_PID is what fits below 2**32 - 1 for every pid up to pid_max (512,
+# i.e. 256 live Shells, when pid_max is the default 32768; 498 at the 64-bit maximum of
+# 2**22), so every host pid owns uids of its own; within a process a slot is held from
+# the Shell's creation to its close, so no two live Shells ever share a uid.
+_UID_BASE = 2_200_000_000
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            return max(1, int(f.read()))
+    except (OSError, ValueError):
+        return 1 << 22  # the kernel's largest
+
+
+_UIDS_PER_PID = min(512, (2**32 - 2 - _UID_BASE) // _pid_max()) & ~1
 _UID_SLOTS: set[int] = set()  # the slots (pairs of uids) held by live Shells of this process
 _UID_LOCK = threading.Lock()
 _WARNED = False
@@ -584,8 +596,8 @@ class Shell:
 
     Not thread-safe: one command at a time (one `Shell` per episode runner). `close`
     removes the workspace (at any depth; it never raises) and gives the shell's uids
-    back (at most 256 Shells live at once per process); it is idempotent and also runs
-    when the object is collected.
+    back (at most 256 Shells live at once per process, 249 where pid_max is 2**22); it
+    is idempotent and also runs when the object is collected.
     """
 
     def __init__(

@@ -457,15 +457,18 @@ def test_live_shells_never_share_a_uid():
         for _ in range(999):
             Shell().close()
         later = Shell()
-        # 256 in all (with those other tests left alive), each with an agent and a grader uid
-        live = [Shell() for _ in range(256 - len(shell_module._UID_SLOTS))]
+        # As many as a process may hold (with those other tests left alive; 256 where pid_max
+        # is 32768), each with an agent and a grader uid.
+        most = shell_module._UIDS_PER_PID // 2
+        live = [Shell() for _ in range(most - len(shell_module._UID_SLOTS))]
     try:
         first.reset_workspace()
         later.reset_workspace()
         assert first.run("id -u").output != later.run("id -u").output
         uids = {u for sh in [first, later, *live] for u in (sh._uid, sh._grader_uid)}
-        assert len(uids) == 2 * (2 + len(live)) and len(shell_module._UID_SLOTS) == 256
-        with pytest.raises(SandboxUnavailable, match="256 Shells are alive in this process, each holding two uids"):
+        assert len(uids) == 2 * (2 + len(live)) and len(shell_module._UID_SLOTS) == most
+        assert min(uids) >= 2_200_000_000 and max(uids) < 2**32 - 1
+        with pytest.raises(SandboxUnavailable, match=f"{most} Shells are alive in this process, each holding two uids"):
             Shell()
         live.pop().close()  # a closed shell gives its uids back
         live.append(Shell())
