@@ -151,6 +151,78 @@ def test_fast_path_skips_the_pool(grader) -> None:
     assert slow.correct and not slow.fast_path
 
 
+@pytest.mark.parametrize(
+    ("answer", "reference", "expected"),
+    [
+        ("10, 100", "10100", False),  # a list: the separator must survive normalisation
+        ("10100", "10, 100", False),
+        ("10, 100", "10,100", False),  # a list against ten thousand one hundred
+        ("1, 000", "1000", False),
+        ("x=10, 100", "10100", False),
+        ("10,100", "10100", True),  # a thousands separator (no space) still reads as one
+        ("10, 100", "10, 100", True),
+        ("10 ,100", "10 , 100", True),
+        (r"10\,100", "10100", True),  # a LaTeX thin space is no list separator
+        ("(1, 2)", "(1,2)", True),  # math-verify decides: the same tuple
+    ],
+)
+def test_list_separators_are_not_thousands_separators(grader, answer, reference, expected) -> None:
+    assert grader.grade(answer, reference) is expected
+
+
+ADVERSARIAL = [
+    "$" * 100_000,
+    " " * 100_000,
+    "\\(" * 50_000,
+    "\\[" * 50_000,
+    "\\)" * 50_000,
+    "$ " * 50_000,
+    "$ . " * 25_000,
+    "\\( $ \\[ . " * 10_000,
+    "\\(" * 25_000 + "x" + "\\)" * 25_000,
+    "$" * 50_000 + "x" + "$" * 50_000,
+    ". " * 50_000,
+    "1$" * 50_000,
+    "\\, " * 50_000,
+    "1, " * 33_000,
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]) + f"x{len(t)}")
+def test_fast_path_is_linear_on_adversarial_text(text) -> None:
+    """A 4.9 KB answer once held a step for 34 s in the fast path (outside any timeout)."""
+    for call in (
+        lambda: normalize_answer(text),
+        lambda: gm._fast_grade(text, text[::-1]),
+        lambda: gm._fast_grade(text, text),
+        lambda: gm._fast_grade("1", text),
+    ):
+        elapsed = min(_seconds(call) for _ in range(3))  # best of 3: the box is shared
+        assert elapsed < 0.1, f"{elapsed:.3f} s on {len(text)} characters of {text[:12]!r}..."
+
+
+def _seconds(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def test_a_delimiter_heavy_answer_is_graded_quickly(grader) -> None:
+    answer = "$ " * 2_450  # 4.9 KB: under max_answer_chars, so it reaches the fast path
+    start = time.perf_counter()
+    result = grader.grade_result(answer, "5")
+    assert not result.correct and time.perf_counter() - start < 1.0, result
+
+
+def test_normalize_answer_strips_nested_wrappers() -> None:
+    assert normalize_answer(r" $ \( \[ 5 \] \) $ . ") == "5"
+    assert normalize_answer("$$x$$.") == "x"
+    assert normalize_answer(r"\$5") == r"\$5"  # an escaped dollar inside is kept
+    assert normalize_answer(". . .") == ""
+    assert normalize_answer("$") == normalize_answer(r"\(") == normalize_answer(r"\]") == ""
+    assert normalize_answer(r"\()") == ")"
+
+
 def test_over_long_answers_are_wrong_and_flagged(grader) -> None:
     result = grader.grade_result("1" * 10_000, "1" * 10_000)
     assert not result.correct and "over the 5000 limit" in result.error
