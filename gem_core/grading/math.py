@@ -7,7 +7,8 @@ The math envs grade an answer in three steps:
 2. A cheap fast path in the calling thread: the same string after light normalisation
    (whitespace, ``$`` delimiters, ``\left``/``\right``, ``\dfrac``; also after dropping a
    leading ``x=``) is correct; two plain integers (thousands commas allowed) compare by
-   value. No process is involved.
+   value. A comma next to a space is a list separator: ``10, 100`` never matches ``10100``
+   or ``10,100`` here (math-verify decides). Linear time, no process involved.
 3. Otherwise `math-verify <https://github.com/huggingface/Math-Verify>`_ parses both strings
    (each wrapped in ``$...$`` unless it already has math delimiters, so reference answers
    without ``$`` work) and compares them (``verify(reference, answer)``), in a worker of a
@@ -25,6 +26,19 @@ answers read stale results). A worker that dies mid-call is handled the same way
 1 GiB): an answer like ``2^{2^{40}}`` (a 128 GiB integer) raises MemoryError in the worker
 and is graded wrong (math-verify reports it as no parse) instead of growing until the
 timeout, or, in a worker orphaned mid-computation, without end.
+
+Isolation (what the grader does and does not give): the workers are plain subprocesses of
+the host, with the host's user, file system and network, bounded by the per-call timeout
+(kill) and the address-space cap; they are *not* in `gem_core.sandbox`. That is enough
+because no answer text is ever executed: math-verify turns LaTeX into sympy objects with
+its own grammar (latex2sympy2), and the only ``sympy.parse_expr`` it calls (plain
+expressions) receives text its extraction pattern limited to digits, ``.``, whitespace and
+``+-*/^()×÷``, so no name, attribute or call can reach Python's ``eval``
+(``tests/grading/test_math.py`` feeds it code-shaped answers that would leave a file if
+run). A math-verify upgrade that widens that pattern must be re-checked. The fast path
+(step 2) is plain string work, linear in the answer's length. Nothing is required from the
+user beyond ``pip install "gem-core[math]"``. (ReasoningGym scorers do run answers as
+code; they are scored in the sandbox instead: `gem_core.grading.rg`.)
 
 Workers exit when their parent exits (pipe closed, or a parent-pid watchdog if they are
 busy), and the shared grader is closed ``atexit``. After ``os.fork`` the child drops the

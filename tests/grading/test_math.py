@@ -223,6 +223,35 @@ def test_normalize_answer_strips_nested_wrappers() -> None:
     assert normalize_answer(r"\()") == ")"
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{code}",
+        "${code}$",
+        "1+({code})",
+        "2*({code})",
+        r"\text{{{code}}}",
+        r"\operatorname{{{code}}}",
+        "The final answer is {code} I hope",
+        "x = {code}",
+        "{code} = 1",
+    ],
+)
+def test_answer_text_is_never_executed(grader, tmp_path, template) -> None:
+    """The workers are host subprocesses without sandbox isolation: that is sound only as long
+    as math-verify never evaluates answer text (e.g. via sympy's parse_expr)."""
+    marker = tmp_path / "ran"
+    for code in (
+        f"__import__('os').system('touch {marker}')",
+        f"exec(\"open('{marker}', 'w')\")",
+        f"eval(\"__import__('pathlib').Path('{marker}').touch()\")",
+    ):
+        answer = template.format(code=code)
+        grader.grade_result(answer, "1")
+        grader.grade_result(answer, "x + 1")
+        assert not marker.exists(), f"math-verify executed the answer {answer!r}"
+
+
 def test_over_long_answers_are_wrong_and_flagged(grader) -> None:
     result = grader.grade_result("1" * 10_000, "1" * 10_000)
     assert not result.correct and "over the 5000 limit" in result.error
