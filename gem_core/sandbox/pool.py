@@ -677,37 +677,68 @@ class Sandbox:
     new session, a fresh work dir (its ``$HOME`` and cwd), a scrubbed environment, rlimits
     and fresh stdin/stdout/stderr pipes. The zygote enforces the wall-clock timeout (the
     child's process group and everything it left behind are killed), keeps the head and
-    tail of each output stream, and answers the host in JSON; the host never unpickles
-    anything from the sandbox. A zygote that dies, hangs or misbehaves is killed and
-    replaced at its slot's next use; the pool keeps serving.
+    tail of each output stream, and answers the host in JSON, which the host parses as
+    hostile text (bounded size and depth, checked types); it never unpickles anything
+    from the sandbox. After answering, off the critical path, the zygote kills what the run
+    left, removes its files (iteratively: any depth), wipes the private ``/tmp``,
+    ``/dev/shm`` and ``/dev/mqueue`` and removes the SysV IPC objects (shared memory,
+    message queues, semaphores) left in its IPC namespace, then forks the next child and
+    reports itself idle; a run's deadline starts only then. Cleanup cannot kill a zygote:
+    one that cannot clean up, dies, hangs or misbehaves is killed and replaced; the pool
+    keeps serving.
 
     Isolation levels (`isolation` says which is in force):
 
-    * ``"bwrap"``: bubblewrap with no network, new pid/ipc/uts namespaces, read-only
-      ``/usr`` and Python installation, no ``/etc/passwd`` or ``$HOME``, a private
-      ``/tmp`` tmpfs wiped after each run, ``--clearenv``. When the host runs as root, the
-      zygote keeps only the capabilities to drop each execution to a per-slot uid (so
-      ``max_processes`` applies and the code cannot signal the zygote).
-    * ``"netns"``: no bubblewrap, but ``unshare`` gives private network and pid namespaces.
-    * ``"rlimits"``: limits only. Both lower levels see the host's file system; a single
+    * ``"bwrap"`` (needs bubblewrap on ``PATH``; Yama is not needed): no network; new
+      pid, ipc, uts and mount namespaces; read-only ``/usr`` and Python installation,
+      with the installed ``gem_core`` package (its data samples hold answers), an
+      editable checkout inside a bound dir and ``$GEM_DATA_DIR``/Hugging Face cache dirs
+      inside it masked by empty dirs; no ``/etc/passwd`` or ``$HOME``; a private ``/tmp``
+      tmpfs of ``tmp_mb`` MiB; ``--clearenv``; a seccomp filter (where bubblewrap accepts
+      it, `gem_core.sandbox.seccomp`) that fails ``ptrace``, ``process_vm_*``,
+      ``pidfd_getfd`` & co. and the creation of user namespaces. When the host runs as
+      root, the zygote keeps only the capabilities to drop each run to a uid of its slot
+      (a block of 64 per pool, unique per pool and host process), so ``max_processes``
+      is exact and the code cannot signal the zygote.
+    * ``"netns"``: no bubblewrap, but ``unshare`` gives private network, pid and IPC
+      namespaces (POSIX message queues are not wiped at this level).
+    * ``"rlimits"``: limits only; SysV IPC objects are removed only when runs have a uid
+      of their own. Both lower levels see the host's file system; a single
       `ReducedIsolationWarning` says so. Known gap (rlimits level, non-root host or a
       Python the dropped uid cannot read): a grandchild that calls ``setsid`` escapes the
       process-group kill and outlives its execution (still bounded by RLIMIT_CPU).
+
+    Memory (`memory_scope`): where this host lets the pool create a memory cgroup (cgroup
+    v2 with the memory controller delegated to our cgroup, or a writable v1 memory
+    hierarchy; typically as root) each slot's zygote starts in its own, capped at the idle
+    zygote's usage plus ``memory_mb``: all processes of a run, and what it writes to
+    ``/tmp``, share ``memory_mb`` (``"run"``; the OOM killer takes a run's processes, which
+    then exit with -9). Elsewhere the bound is per process (``"process"``): a run may hold
+    up to ``max_processes`` x ``memory_mb``, so ``max_processes`` defaults to 16 there
+    instead of 64.
 
     Args:
         size: number of slots (concurrent executions); default ``min(4, max(2, cpus))``.
         isolation: ``"auto"`` (the strongest available) or a level to require
             (`SandboxUnavailable` when it does not work here).
         cpu_s: CPU seconds per execution (RLIMIT_CPU).
-        memory_mb: address space per process in MiB (RLIMIT_AS).
+        memory_mb: address space per process in MiB (RLIMIT_AS) and, with a memory
+            cgroup, the memory of all processes of a run together.
         max_processes: processes per execution (RLIMIT_NPROC; exact when the host is root,
-            otherwise added to the user's process count at start-up).
+            otherwise added to the user's process count at start-up); default 64 with a
+            memory cgroup, 16 without.
         file_size_mb: largest file an execution may write (RLIMIT_FSIZE).
+        tmp_mb: size of the private ``/tmp`` (bubblewrap); default ``4 * file_size_mb``.
         max_open_files: RLIMIT_NOFILE.
         timeout_s: default wall-clock timeout of `run`.
         max_output_bytes: bytes kept per output stream (half head, half tail).
         preload: modules each zygote imports once.
         start_timeout_s: how long a zygote may take to start.
+
+    Attributes:
+        isolation: the level in force.
+        memory_scope: ``"run"`` or ``"process"`` (above).
+        max_processes, tmp_mb: the limits in force.
 
     Thread-safe; `arun` serves asyncio. `close` is idempotent and also runs at exit.
     """
