@@ -1,7 +1,10 @@
 """ReasoningGym tasks as single-turn envs (``rg:<name>``), with the static list of dataset names.
 
 `reasoning_gym <https://github.com/open-thought/reasoning-gym>`_ generates reasoning
-tasks procedurally and scores answers with each dataset's own ``score_answer``. Every
+tasks procedurally and scores answers with each dataset's own ``score_answer``, which for
+several datasets runs the answer as Python; so answers are scored in a sandboxed child
+process per score, never in this one (`gem_core.grading.rg`; full isolation needs
+bubblewrap, see `ReasoningGymEnv`). Every
 dataset of the supported package version is registered as ``rg:<name>`` (size 500,
 seed 42, as in the reference GEM) from `DATASET_NAMES`, a static tuple: registering
 must not import ``reasoning_gym`` (≈1.6 s). ``tests/envs/test_reasoning_gym.py`` fails

@@ -308,10 +308,13 @@ class RGScorer:
             ).decode("ascii")
         except Exception as e:  # noqa: BLE001 - e.g. an entry holding a lambda
             return self._failed(f"the entry cannot be sent to the scorer: {type(e).__name__}: {e}", start)
+        sandbox = None
         try:
             sandbox = self._get_sandbox()
             result = sandbox.run(_CHILD_SOURCE, stdin=f"{dataset_pickle or ''}\n{request}", timeout=limit)
-        except Exception as e:  # noqa: BLE001 - no sandbox here, or it was closed meanwhile
+        except Exception as e:  # noqa: BLE001 - no sandbox here, or it broke or was closed
+            if sandbox is not None:
+                self._replace(sandbox)
             return self._failed(f"the scoring sandbox is unavailable: {type(e).__name__}: {e}", start)
         if result.timed_out:
             return RGScore(
@@ -323,6 +326,18 @@ class RGScorer:
         if result.sandbox_error:
             return self._failed(f"sandbox failure: {result.sandbox_error}", start)
         return self._parse(result, nonce, start)
+
+    def _replace(self, sandbox: Any) -> None:
+        """Drop a sandbox whose `run` raised, so the next score starts a fresh one."""
+        with self._lock:
+            if self._sandbox is not sandbox:
+                return
+            self._sandbox = None
+            self._warming = False
+        try:
+            sandbox.close()
+        except Exception:  # noqa: BLE001 - it is broken already
+            pass
 
     @staticmethod
     def _failed(error: str, start: float) -> RGScore:

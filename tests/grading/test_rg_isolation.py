@@ -198,3 +198,21 @@ def test_os_environ_of_the_host_is_untouched():
     env = _spiral_env()
     env.step("<answer>__import__('os').environ.update(PATH='/nowhere') or [1]</answer>")
     assert dict(os.environ) == before
+
+
+def test_a_sandbox_that_raises_is_replaced_for_the_next_score(monkeypatch):
+    """E.g. a forked child that exited normally tore down the parent's sandbox state."""
+    s = RGScorer(workers=1)
+    try:
+        broken = s._get_sandbox()
+
+        def gone(*args, **kwargs):
+            raise OSError("its cgroup is gone")
+
+        monkeypatch.setattr(broken, "run", gone)
+        result = _score(s, "def score_answer(answer, entry):\n    return 1")
+        assert result.score == 0.0 and "unavailable: OSError: its cgroup is gone" in result.error
+        again = _score(s, "def score_answer(answer, entry):\n    return 1")
+        assert (again.score, again.error) == (1.0, None) and s._sandbox is not broken
+    finally:
+        s.close()
