@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,6 +82,9 @@ class PackedEpisode:
             (``start == end`` for a turn that generated nothing).
         credited_rewards: the reward of each generated turn after the empty-turn rule:
             what a per-turn estimator reads from the row (one per run of the mask).
+
+    The last three default to empty, for rows an adapter reads back from a trainer
+    that does not store them.
     """
 
     prompt_ids: list[int]
@@ -91,9 +94,9 @@ class PackedEpisode:
     token_rewards: list[float]
     reward_score: float
     num_turns: int
-    turn_rewards: list[float]
-    turn_spans: list[tuple[int, int]]
-    credited_rewards: list[float]
+    turn_rewards: list[float] = field(default_factory=list)
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)
+    credited_rewards: list[float] = field(default_factory=list)
 
     @property
     def token_ids(self) -> list[int]:

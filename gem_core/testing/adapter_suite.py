@@ -147,7 +147,7 @@ def check_logprobs(case: Case) -> None:
 
 def _padded(rows: list[PackedEpisode], *, extra_rows: int = 0, extra_width: int = 0) -> dict[str, np.ndarray]:
     width = max((len(r.response_ids) for r in rows), default=0) + extra_width
-    blank = PackedEpisode([], [], [], [], [], 0.0, 0, [], [], [])
+    blank = PackedEpisode([], [], [], [], [], 0.0, 0)
     return pad_responses(list(rows) + [blank] * extra_rows, width=width)
 
 
