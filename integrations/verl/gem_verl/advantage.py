@@ -2,64 +2,48 @@ r"""ReBN for verl: the ``"rebn"`` advantage estimator over packed multi-turn row
 
 verl calls a registered estimator with per-token tensors ``token_level_rewards`` and
 ``response_mask`` of shape ``[batch, response_length]`` (see
-``verl.trainer.ppo.ray_trainer.compute_advantage``). In a packed row written by
-`gem_verl.agent_loop.GemAgentLoop`:
+``verl.trainer.ppo.ray_trainer.compute_advantage``). The estimator is the adapter kit's
+`gem_core.rl.token_advantages` with ``estimator="rebn"`` and ``gamma = config.gamma``
+(``algorithm.gamma``): a turn is a maximal run of ``response_mask == 1``, its reward the
+sum of the token rewards inside it, ``G_t = r_t + gamma * G_{t+1}`` per row, the
+advantage ``(G - mean(G)) / (std(G) + eps)`` over all (row, turn) transitions of the
+batch, written on every generated token of the turn (``returns`` carry ``G_t``). Tokens
+with mask 0 and verl's padding rows get 0 and stay out of the statistics.
 
-- a *turn* is a maximal run of ``response_mask == 1`` (the tokens the policy generated
-  in that turn; env observation tokens between turns have mask 0);
-- the turn's reward is the sum of the token rewards inside the run (the agent loop puts
-  it on the turn's last generated token);
-- ``G_t = r_t + gamma * G_{t+1}`` per row, with ``gamma = config.gamma``
-  (``algorithm.gamma``);
-- the advantage is ``(G - mean(G)) / (std(G) + eps)`` over all (row, turn) transitions
-  of the batch (`gem_core.rl.advantages.rebn`), written on every generated token of the
-  turn; the returned ``returns`` carry ``G_t`` the same way. Tokens with mask 0 get 0.
-
-Rows without generated tokens (verl's padding rows) have no turns and do not enter the
-statistics. The returns and the normalisation are `gem_core.rl`'s own functions, so
-verl trains on exactly the values the conformance scenario checks.
+verl's legacy trainer (``trainer.use_v1=False``) keeps only the episode return, on the
+last response token: `warn_if_legacy_rebn` warns once per process when ``rebn`` runs
+there (the agent loop calls it at start-up).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-import numpy as np
-
-__all__ = ["REBN_EPS", "compute_rebn_advantage", "turn_index"]
+__all__ = ["REBN_EPS", "compute_rebn_advantage", "warn_if_legacy_rebn"]
 
 #: The std offset of the normalisation (gem_core.rl's default for ReBN).
 REBN_EPS = 1e-8
 
-
-def turn_index(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Number the turns of a batch of packed rows.
-
-    Args:
-        mask: ``[batch, length]`` boolean response mask.
-
-    Returns:
-        ``(index, turns_per_row)``: ``index[i, j]`` is the batch-wide number of the turn
-        token ``(i, j)`` belongs to (turns numbered row by row, left to right), or -1 on
-        mask-0 tokens; ``turns_per_row[i]`` the number of turns of row ``i``.
-    """
-    m = np.asarray(mask, dtype=bool)
-    if m.ndim != 2:
-        raise ValueError(f"response_mask must be 2-D [batch, length], got shape {m.shape}")
-    prev = np.zeros_like(m)
-    prev[:, 1:] = m[:, :-1]
-    starts = m & ~prev
-    turns_per_row = starts.sum(axis=1)
-    offsets = np.concatenate(([0], np.cumsum(turns_per_row)[:-1]))
-    index = np.cumsum(starts, axis=1) - 1 + offsets[:, None]
-    return np.where(m, index, -1), turns_per_row
+_legacy_warned = False
 
 
-def _gamma(config: Any) -> float:
-    if config is None:
-        return 1.0
-    gamma = config.get("gamma", 1.0) if isinstance(config, dict) else getattr(config, "gamma", 1.0)
-    return float(gamma)
+def warn_if_legacy_rebn(config: Any) -> bool:
+    """Warn (once per process) when ``rebn`` runs on verl's legacy trainer; True if it warned."""
+    global _legacy_warned
+    trainer, algorithm = config.get("trainer") or {}, config.get("algorithm") or {}
+    if _legacy_warned or algorithm.get("adv_estimator") != "rebn" or trainer.get("use_v1", True):
+        return False
+    _legacy_warned = True
+    warnings.warn(
+        "gem-verl: algorithm.adv_estimator=rebn on verl's legacy trainer (trainer.use_v1=False): "
+        "its agent-loop worker keeps only the episode return, on the last response token, so "
+        "ReBN sees one reward per episode (G_t = gamma^(T-1-t) * R), not the per-turn rewards; "
+        "set trainer.use_v1=True",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return True
 
 
 def compute_rebn_advantage(
@@ -82,27 +66,13 @@ def compute_rebn_advantage(
     """
     import torch
 
-    from gem_core.rl.advantages import discounted_returns, rebn
+    from gem_core.rl import token_advantages
 
     if token_level_rewards.shape != response_mask.shape:
         raise ValueError(
             f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
             f"{tuple(response_mask.shape)} must have the same shape [batch, response_length]"
         )
-    gamma = _gamma(config)
+    gamma = config.get("gamma", 1.0) if isinstance(config, dict) else getattr(config, "gamma", 1.0)
     with torch.no_grad():
-        rewards = token_level_rewards.detach().to("cpu", torch.float64).numpy()
-        mask = response_mask.detach().to("cpu").numpy() != 0
-        index, turns_per_row = turn_index(mask)
-        n = int(turns_per_row.sum())
-        turn_rewards = np.bincount(index[mask], weights=rewards[mask], minlength=n)
-        bounds = np.cumsum(turns_per_row)[:-1]
-        returns = discounted_returns(np.split(turn_rewards, bounds), gamma)
-        flat_returns = np.concatenate(returns) if returns else np.zeros(0)
-        flat_adv = rebn(flat_returns, eps=REBN_EPS)
-        adv_tok = np.zeros_like(rewards)
-        ret_tok = np.zeros_like(rewards)
-        adv_tok[mask] = flat_adv[index[mask]]
-        ret_tok[mask] = flat_returns[index[mask]]
-        like = dict(dtype=token_level_rewards.dtype, device=token_level_rewards.device)
-        return torch.from_numpy(adv_tok).to(**like), torch.from_numpy(ret_tok).to(**like)
+        return token_advantages(token_level_rewards, response_mask, gamma=float(gamma), eps=REBN_EPS)

@@ -37,6 +37,23 @@ def compose_config(model_path: str, *overrides: str):
         return compose("ppo_trainer", overrides=base + list(overrides))
 
 
+def make_loop(config, client, tokenizer, **loop_kwargs):
+    """A gem_agent instance built the way AgentLoopWorker builds it (Hydra, from the registry)."""
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry
+
+    return hydra.utils.instantiate(
+        {**_agent_loop_registry["gem_agent"], **loop_kwargs},
+        trainer_config=DictConfigWrap(config),
+        server_manager=client,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=None,
+        data_config=DictConfigWrap(config.data),
+        hf_model_type="llama",
+    )
+
+
 @pytest.fixture(scope="session")
 def tiny_model_path() -> str:
     import torch

@@ -1,4 +1,8 @@
-"""The ``rebn`` estimator through verl's own advantage dispatch, against the conformance reference."""
+"""The ``rebn`` estimator through verl's own advantage dispatch, against the conformance reference.
+
+Padding rows and random packed rows are checked by the inherited adapter suite
+(``test_adapter_suite.py``); turn numbering by the kit's own tests (gem_core.rl.packing).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import pytest
 pytest.importorskip("verl", reason="gem-verl's tests need verl installed (make test-verl builds its venv)")
 
 import torch  # noqa: E402
-from gem_verl.advantage import compute_rebn_advantage, turn_index  # noqa: E402
+from gem_verl.advantage import compute_rebn_advantage  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
@@ -17,9 +21,9 @@ from verl.utils.config import omega_conf_to_dataclass  # noqa: E402
 from gem_core.testing.conformance import SCENARIO, assert_matches_reference, per_turn_values  # noqa: E402
 
 
-def _batch(reference, width: int = 400, *, padding_rows: int = 0) -> DataProto:
+def _batch(reference, width: int = 400) -> DataProto:
     """The reference episodes as verl rows: right-padded responses, rewards, masks, uids."""
-    n = len(reference.episodes) + padding_rows
+    n = len(reference.episodes)
     mask = torch.zeros(n, width, dtype=torch.int64)
     rewards = torch.zeros(n, width, dtype=torch.float32)
     for i in range(len(reference.episodes)):
@@ -66,14 +70,6 @@ def test_v1_compute_advantage_for_multi_trajectories_equals_reference(reference,
     assert_matches_reference(_rows(data, "advantages", len(data)), reference)
 
 
-def test_padding_rows_do_not_enter_the_statistics(reference, verl_config):
-    algo = omega_conf_to_dataclass(verl_config.algorithm)
-    data = compute_advantage(_batch(reference, padding_rows=3), adv_estimator="rebn", config=algo)
-    n = len(reference.episodes)
-    assert_matches_reference(_rows(data, "advantages", n), reference)
-    assert not data.batch["advantages"][n:].any()
-
-
 def test_gamma_comes_from_the_config(reference):
     data = _batch(reference)
     rewards, mask = data.batch["token_level_rewards"], data.batch["response_mask"]
@@ -83,54 +79,6 @@ def test_gamma_comes_from_the_config(reference):
     # Seed 0: rewards 0.06, 0, 0.02, 0 -> G_0 = 0.08 (gamma 1) and 0.06 + 0.81 * 0.02 (gamma 0.9).
     assert ret1[0, first[0]].item() == pytest.approx(0.08, abs=1e-6)
     assert ret9[0, first[0]].item() == pytest.approx(0.06 + 0.81 * 0.02, abs=1e-6)
-
-
-def _slow_rebn(rewards: np.ndarray, mask: np.ndarray, gamma: float) -> np.ndarray:
-    """A plain-loop ReBN over packed rows, independent of gem_core and gem_verl."""
-    turns: list[tuple[int, int, int]] = []  # (row, start, end)
-    for i in range(mask.shape[0]):
-        j = 0
-        while j < mask.shape[1]:
-            if mask[i, j]:
-                k = j
-                while k < mask.shape[1] and mask[i, k]:
-                    k += 1
-                turns.append((i, j, k))
-                j = k
-            else:
-                j += 1
-    returns: dict[tuple[int, int, int], float] = {}
-    for i in range(mask.shape[0]):
-        g = 0.0
-        for t in reversed([t for t in turns if t[0] == i]):
-            g = float(rewards[i, t[1] : t[2]].sum()) + gamma * g
-            returns[t] = g
-    values = list(returns.values())
-    mean = sum(values) / len(values)
-    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-    out = np.zeros_like(rewards)
-    for (i, s, e), g in returns.items():
-        out[i, s:e] = (g - mean) / (std + 1e-8)
-    return out
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_random_packed_rows_match_a_plain_loop(seed):
-    rng = np.random.default_rng(seed)
-    mask = (rng.random((6, 40)) < 0.6).astype(np.int64)
-    mask[rng.integers(0, 6)] = 0  # a row without turns
-    rewards = rng.normal(size=(6, 40)) * mask  # rewards anywhere inside turns
-    gamma = float(rng.choice([0.0, 0.5, 0.9, 1.0]))
-    adv, _ = compute_rebn_advantage(
-        torch.tensor(rewards, dtype=torch.float64), torch.tensor(mask), config={"gamma": gamma}
-    )
-    np.testing.assert_allclose(adv.numpy(), _slow_rebn(rewards, mask, gamma), atol=1e-9)
-
-
-def test_turn_index():
-    index, per_row = turn_index(np.array([[0, 1, 1, 0, 1], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]], dtype=bool))
-    assert index.tolist() == [[-1, 0, 0, -1, 1], [2, -1, -1, -1, -1], [-1] * 5]
-    assert per_row.tolist() == [2, 1, 0]
 
 
 def test_shape_mismatch_message():

@@ -9,17 +9,12 @@ import pytest
 
 pytest.importorskip("verl", reason="gem-verl's tests need verl installed (make test-verl builds its venv)")
 
-import hydra  # noqa: E402
 import torch  # noqa: E402
 from gem_verl.agent_loop import GemAgentLoopOutput  # noqa: E402
 from gem_verl.testing import TinyModelClient, conformance_script  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
-from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
-    AgentLoopWorker,
-    DictConfigWrap,
-    _agent_loop_registry,
-)
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker  # noqa: E402
 
 from gem_core.errors import InvalidArgument  # noqa: E402
 from gem_core.testing.conformance import (  # noqa: E402
@@ -30,6 +25,7 @@ from gem_core.testing.conformance import (  # noqa: E402
 )
 
 from .conftest import PROMPT_LENGTH, RESPONSE_LENGTH, compose_config  # noqa: E402
+from .conftest import make_loop as _loop  # noqa: E402
 
 
 def _rows(seeds, env_id=SCENARIO.env_id) -> DataProto:
@@ -58,20 +54,6 @@ def scripted_client(verl_config, tiny_model_path):
 def worker_output(verl_config, scripted_client):
     worker = AgentLoopWorker(verl_config, scripted_client)
     return asyncio.run(worker.generate_sequences(_rows(SCENARIO.seeds)))
-
-
-def _loop(config, client, tokenizer, **loop_kwargs):
-    """A gem_agent instance built the way AgentLoopWorker builds it (Hydra, from the registry)."""
-    return hydra.utils.instantiate(
-        {**_agent_loop_registry["gem_agent"], **loop_kwargs},
-        trainer_config=DictConfigWrap(config),
-        server_manager=client,
-        tokenizer=tokenizer,
-        processor=None,
-        dataset_cls=None,
-        data_config=DictConfigWrap(config.data),
-        hf_model_type="llama",
-    )
 
 
 def _sampling(**extra):
@@ -169,13 +151,13 @@ def test_free_generation_is_token_exact_and_within_budget(verl_config, tiny_mode
     out = asyncio.run(loop.run(_sampling(), **kwargs))
     spans = turn_spans(out.response_mask)
     assert len(spans) >= 2, "expected a multi-turn episode"
-    assert len(spans) == len(client.requests)
+    assert len(spans) == len(client.generator.requests)
     seq = out.prompt_ids + out.response_ids
-    for (s, e), req in zip(spans, client.requests, strict=True):
+    for (s, e), req in zip(spans, client.generator.requests, strict=True):
         start = len(out.prompt_ids) + s
         assert req["prompt_ids"] == seq[:start]  # prompted with exactly the stored tokens
         assert out.response_ids[s:e] == req["token_ids"]
-        assert e - s <= 24 and req["sampling_params"]["max_tokens"] <= 24
+        assert e - s <= 24 and req["max_tokens"] <= 24
     assert len(out.response_ids) <= RESPONSE_LENGTH
     np.testing.assert_allclose(sum(out.token_rewards), out.reward_score, atol=1e-9)
     assert out.extra_fields["reward_extra_info"]["num_turns"] == len(spans)
@@ -190,9 +172,9 @@ def test_response_budget_ends_the_episode(tiny_model_path, tokenizer):
     out = asyncio.run(loop.run(_sampling(), **kwargs))
     assert len(out.response_ids) <= 60
     # The last request was capped at what was left of the budget.
-    last = client.requests[-1]
+    last = client.generator.requests[-1]
     left = len(out.prompt_ids) + 60 - len(last["prompt_ids"])
-    assert last["sampling_params"]["max_tokens"] == min(16, left)
+    assert last["max_tokens"] == min(16, left)
 
 
 def test_row_without_env_id_is_a_clear_error(verl_config, scripted_client, tokenizer):
@@ -214,3 +196,21 @@ def test_first_prompt_longer_than_prompt_length_is_a_clear_error(tiny_model_path
     loop = _loop(config, TinyModelClient(config, tiny_model_path, script=conformance_script), tokenizer)
     with pytest.raises(RuntimeError, match=r"more than actor_rollout_ref.rollout.prompt_length=16; raise data.max_prompt_length"):
         asyncio.run(loop.run(_sampling(), env_id=SCENARIO.env_id, seed=0, raw_prompt=[]))
+
+
+def test_legacy_trainer_with_rebn_warns_once(tiny_model_path, tokenizer, monkeypatch):
+    import gem_verl.advantage as advantage
+
+    monkeypatch.setattr(advantage, "_legacy_warned", False)
+    legacy = compose_config(tiny_model_path, "trainer.use_v1=False")
+    client = TinyModelClient(legacy, tiny_model_path, script=conformance_script)
+    with pytest.warns(RuntimeWarning, match=r"rebn on verl's legacy trainer \(trainer.use_v1=False\).*set trainer.use_v1=True"):
+        _loop(legacy, client, tokenizer)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _loop(legacy, client, tokenizer)  # once per process
+        monkeypatch.setattr(advantage, "_legacy_warned", False)
+        _loop(compose_config(tiny_model_path), client, tokenizer)  # v1: no warning
+        _loop(compose_config(tiny_model_path, "trainer.use_v1=False", "algorithm.adv_estimator=grpo"), client, tokenizer)
