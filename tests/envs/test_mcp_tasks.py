@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -191,28 +192,124 @@ def test_query_is_read_only_and_bounded(env):
     assert obs == "n\n36\n(1 row)"
 
 
-def test_query_cannot_build_huge_values(tmp_path):
-    """Regression: one SQLite step can build a huge string or blob, which the step budget
-    never sees (randomblob(9e8) took 5 s and 880 MB of the server's memory)."""
-    import sqlite3
-
-    from gem_core.envs.mcp_tasks.server import MAX_VALUE_BYTES, Shop, ShopError
+@pytest.fixture
+def shop(tmp_path):
+    from gem_core.envs.mcp_tasks.server import Shop
 
     db = tmp_path / "shop.db"
     conn = sqlite3.connect(db)
     conn.executescript(SEED_SQL.read_text(encoding="utf-8"))
     conn.close()
-    shop = Shop(str(db))
+    return Shop(str(db))
+
+
+def _doubled(n: int) -> str:
+    """SQL building 'a' doubled n times (2**n bytes) with || only: no function needed."""
+    return (
+        "WITH RECURSIVE s(x, n) AS (SELECT 'a', 0 UNION ALL SELECT x || x, n + 1 FROM s "
+        f"WHERE n < {n}) "
+    )
+
+
+def test_query_cannot_build_huge_values(shop):
+    """Regression: one SQLite step can build a huge string or blob, which the step budget
+    never sees (randomblob(9e8) took 5 s and 880 MB of the server's memory; one instr()
+    over 1 MB values ran 11-17 s). Values are capped at what the shop's data needs."""
+    from gem_core.envs.mcp_tasks.server import MAX_VALUE_BYTES, ShopError
+
+    assert MAX_VALUE_BYTES == 2048  # the longest shop value is 287 bytes (a CREATE TABLE)
     for sql in [
-        f"SELECT length(randomblob({MAX_VALUE_BYTES + 1}))",
-        f"SELECT length(hex(randomblob({MAX_VALUE_BYTES // 2 + 1})))",
-        f"SELECT length(group_concat(randomblob({MAX_VALUE_BYTES // 4}))) FROM products a, products b",
+        "WITH RECURSIVE s(x) AS (SELECT 'ab' UNION ALL SELECT x || x FROM s) SELECT length(x) FROM s",
+        "SELECT length(group_concat(a.email)) FROM customers a, customers b, customers c",
+        f"SELECT length('{'x' * 1500}' || '{'y' * 1500}')",
+        _doubled(12) + "SELECT length(x) FROM s",
     ]:
         start = time.monotonic()
-        with pytest.raises(ShopError, match=f"a value over {MAX_VALUE_BYTES} bytes"):
+        with pytest.raises(ShopError, match=f"it built a value over {MAX_VALUE_BYTES} bytes"):
             shop.query(sql)
         assert time.monotonic() - start < 1.0, sql
-    assert shop.query(f"SELECT length(randomblob({MAX_VALUE_BYTES}))").startswith("length(")
+    assert shop.query(_doubled(10) + "SELECT max(length(x)) AS n FROM s") == "n\n1024\n(1 row)"
+    assert shop.query(f"SELECT length('{'x' * 2000}') AS n") == "n\n2000\n(1 row)"
+
+
+REFUSED_FUNCTIONS = [
+    ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer"),  # leaks a native pointer
+    ("SELECT hex(fts3_tokenizer('simple'))", "hex"),  # SQLite stops at the first refusal
+    ("SELECT fts3_tokenizer('x', X'4141414141414141')", "fts3_tokenizer"),  # takes one
+    ("SELECT length(randomblob(900000))", "randomblob"),
+    ("SELECT instr(name, 'a') FROM customers", "instr"),
+    ("SELECT zeroblob(10)", "zeroblob"),
+    ("SELECT replace(name, 'a', 'b') FROM customers", "replace"),
+    ("SELECT printf('%d', 1)", "printf"),
+    ("SELECT load_extension('/tmp/x.so')", "load_extension"),
+    ("SELECT sqlite_version()", "sqlite_version"),
+    ("SELECT name FROM customers WHERE id = abs(random()) % 5", "random"),
+]
+
+
+@pytest.mark.parametrize(("sql", "function"), REFUSED_FUNCTIONS)
+def test_query_allows_only_the_listed_functions(shop, sql, function):
+    """Regression: any SQL function ran, e.g. fts3_tokenizer (a native pointer out, an
+    arbitrary one accepted) and instr() over long values (seconds in one VM step)."""
+    from gem_core.envs.mcp_tasks.server import ALLOWED_FUNCTIONS, ShopError
+
+    start = time.monotonic()
+    with pytest.raises(ShopError) as info:
+        shop.query(sql)
+    message = str(info.value)
+    assert message.startswith(f"the SQL function {function}() is not allowed in query"), message
+    assert message.endswith("; allowed functions: " + ", ".join(sorted(ALLOWED_FUNCTIONS)))
+    assert time.monotonic() - start < 1.0
+
+
+def test_the_listed_functions_work(shop):
+    from gem_core.envs.mcp_tasks.server import ALLOWED_FUNCTIONS
+
+    sql = (
+        "SELECT count(*) AS n, sum(stock) AS s, total(stock) AS t, avg(price_cents) > 0 AS a, "
+        "min(sku) AS lo, max(sku) AS hi, length(group_concat(sku)) > 0 AS g, "
+        "lower('AB') || upper('cd') AS lu, length(name) > 0 AS len, substr('abc', 2) AS sub, "
+        "substring('abc', 1, 1) AS sub2, coalesce(NULL, 1) AS c, ifnull(NULL, 2) AS i, "
+        "nullif(1, 1) AS nu, iif(1, 'y', 'n') AS y, abs(-3) AS ab, round(2.5) AS r, "
+        "typeof(1) AS ty, max(1, 2) AS mx, min(1, 2) AS mn, 'Kettle' LIKE 'k%' AS li, "
+        "'Kettle' GLOB 'K*' AS gl, date('2024-03-01', '+1 day') AS d, time('12:00') AS tm, "
+        "datetime('2024-03-01') AS dt, julianday('2024-03-02') - julianday('2024-03-01') AS jd, "
+        "strftime('%Y', '2024-03-01') AS yr FROM products"
+    )
+    header, row, tail = shop.query(sql).splitlines()
+    values = dict(zip(header.split(","), row.split(","), strict=True))
+    assert values["lu"] == "abCD" and values["sub"] == "bc" and values["d"] == "2024-03-02"
+    assert values["li"] == values["gl"] == "1" and values["jd"] == "1.0" and tail == "(1 row)"
+    ranked = shop.query(
+        "SELECT name, row_number() OVER (ORDER BY id) AS rn, rank() OVER (ORDER BY city) AS rk, "
+        "dense_rank() OVER (ORDER BY city) AS dr FROM customers ORDER BY id LIMIT 1"
+    )
+    assert ranked.splitlines()[1].split(",")[1] == "1"
+    assert {"count", "sum", "like"} <= ALLOWED_FUNCTIONS
+
+
+HOSTILE_QUERIES = [
+    # one instr() over ~1 MB values: 11 s in one VM step before (17 s on the report's box)
+    _doubled(19)
+    + "SELECT instr(x || substr(x, 1, 475000), substr(x, 1, 499999) || 'b') FROM s WHERE n = 19",
+    "SELECT length(randomblob(900000))",
+    _doubled(30) + "SELECT length(x) FROM s WHERE n = 30",
+    "SELECT hex(fts3_tokenizer('simple'))",
+]
+
+
+@pytest.mark.parametrize("sql", HOSTILE_QUERIES, ids=["instr", "randomblob", "doubling", "fts3"])
+def test_hostile_queries_are_quick_error_observations(env, sql):
+    env.reset(seed=0, options={"task": "OrderTotal"})
+    start = time.monotonic()
+    obs, reward, terminated, truncated, info = env.step(tool_call("query", sql=sql))
+    elapsed = time.monotonic() - start
+    assert info["tool_error"], obs[:300]
+    assert "not allowed in query" in obs or "it built a value over 2048 bytes" in obs, obs[:300]
+    assert elapsed < 2.0, (elapsed, obs[:200])
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    obs, *_ = env.step(tool_call("query", sql="SELECT COUNT(*) AS n FROM orders"))
+    assert obs == "n\n36\n(1 row)"  # the same server, still answering
 
 
 def test_server_rules_reach_the_agent_as_error_observations(env):

@@ -114,6 +114,18 @@ class MCPTaskEnv(Env[str, str]):
     ``invalid_action``, ``use_tool``, ``tool_error`` (and ``tool_name`` on tool turns,
     ``parsed_action`` when an answer was read).
 
+    Malformed and hostile actions never raise from `step` and cost one turn each: an
+    action of any length is parsed in linear time; a tool call that cannot be read (bad
+    JSON, JSON nested deeper than 64 levels or longer than 1 MB, no tool name) is an
+    ``MCP error: could not read the tool call: ...`` observation and never reaches the
+    server; a raising tool (a bug, or a subclass) gives ``MCP error: the tool call
+    failed: TYPE: MESSAGE``; both with ``use_tool=True, tool_error=True``. The server
+    refuses writes through ``query``, SQL functions outside its allow-list (e.g.
+    ``fts3_tokenizer``, ``randomblob``, ``instr``), values over 2 KB and statements over
+    their step budget, each with a message saying what to do; a call that still takes
+    longer than ``tool_timeout`` is an error observation, the server is restarted on the
+    same episode database, and the episode goes on.
+
     Arguments:
         task: a task name from `TASK_NAMES` (e.g. ``"Restock"``), or ``None`` to draw a
             task per reset (``mcp:Mixed-v0``). ``reset(options={"task": name})`` picks one

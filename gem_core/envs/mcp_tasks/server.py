@@ -10,10 +10,22 @@ or as a file (``python .../mcp_tasks/server.py --db ...``); it imports nothing f
 
 Every tool call opens its own SQLite connection and closes it before answering, so the
 env can replace the database file between episodes (an atomic rename of a fresh copy of
-the seed) while the server keeps running. The read-only ``query`` tool opens the file in
-read-only mode, lets an authorizer allow only reads, and stops a statement after a fixed
-number of SQLite VM steps (a bound in work, not wall time, so results are reproducible);
-a cap on the size of any string or blob it builds bounds what a single step can do.
+the seed) while the server keeps running. The read-only ``query`` tool takes hostile SQL:
+
+- it opens the file in read-only mode and its authorizer allows only reads (no writes,
+  ``PRAGMA``, ``ATTACH``, table-valued functions) and only the SQL functions in
+  `ALLOWED_FUNCTIONS` (what the tasks need; ``fts3_tokenizer``, ``randomblob``, ``instr``,
+  ``load_extension`` ... are refused before the statement runs);
+- it stops a statement after `QUERY_STEP_BUDGET` SQLite VM steps (a bound in work, not wall
+  time, so results are reproducible), and caps any string, blob or row at
+  `MAX_VALUE_BYTES` and ``LIKE`` patterns at `MAX_LIKE_PATTERN_BYTES` (SQLite limits), which
+  bounds what a single step can do: the worst query found runs about a second;
+- SQL text is at most `MAX_SQL_CHARS` characters and at most `MAX_QUERY_ROWS` rows come
+  back, cells clipped to 200 characters.
+
+Every refusal is a `ShopError` whose message says what was refused and what to do; the
+agent sees it as an ``isError`` result. The two SQLite limits need Python >= 3.11
+(``Connection.setlimit``); on 3.10 only the function allow-list and the step budget apply.
 
 Tools (errors raise, which the SDK turns into an ``isError`` result the agent sees):
 
@@ -55,6 +67,9 @@ __all__ = [
     "ORDER_STATUSES",
     "MAX_QUERY_ROWS",
     "MAX_SQL_CHARS",
+    "MAX_VALUE_BYTES",
+    "MAX_LIKE_PATTERN_BYTES",
+    "ALLOWED_FUNCTIONS",
     "QUERY_STEP_BUDGET",
     "OrderLine",
     "Shop",
@@ -89,8 +104,35 @@ MAX_SQL_CHARS = 4_000
 MAX_CELL_CHARS = 200
 QUERY_STEP_BUDGET = 2_000_000
 """SQLite VM instructions one ``query`` may run (checked every 1000) before it is stopped."""
-MAX_VALUE_BYTES = 1_000_000
-"""Largest string or blob a ``query`` may build (``randomblob(1e9)`` is one VM step)."""
+MAX_VALUE_BYTES = 2_048
+"""Largest string, blob or row a ``query`` may build or read (SQLite's LENGTH limit).
+
+One VM step can build a whole value, or scan two of them (``instr`` over 1 MB values ran
+11-17 s in one step), so the step budget bounds the work of a query only together with
+this cap. The shop's longest value is 287 bytes (a ``CREATE TABLE`` statement); 2 KB leaves
+room for a ``group_concat`` over a column.
+"""
+MAX_LIKE_PATTERN_BYTES = 100
+"""Longest ``LIKE``/``GLOB`` pattern a ``query`` may use."""
+ALLOWED_FUNCTIONS = frozenset(
+    {
+        # aggregates (and the two-argument min/max)
+        "avg", "count", "group_concat", "max", "min", "sum", "total",
+        # numbers and NULLs
+        "abs", "coalesce", "ifnull", "iif", "nullif", "round", "typeof",
+        # text (LIKE and GLOB call like() and glob())
+        "glob", "length", "like", "lower", "substr", "substring", "upper",
+        # dates (orders and settings hold ISO dates)
+        "date", "datetime", "julianday", "strftime", "time",
+        # ranking windows
+        "dense_rank", "rank", "row_number",
+    }
+)  # fmt: skip
+"""The SQL functions ``query`` allows: what the tasks need. Every other function is
+refused when the statement is prepared — among them the ones that build or scan long
+values in one step (``randomblob``, ``zeroblob``, ``printf``, ``replace``, ``instr``,
+``trim`` with a character set), ``random``, and ``fts3_tokenizer`` (which returns a native
+pointer and accepts an arbitrary one)."""
 
 _READ_ACTIONS = {
     sqlite3.SQLITE_SELECT,
@@ -98,6 +140,13 @@ _READ_ACTIONS = {
     sqlite3.SQLITE_FUNCTION,
     getattr(sqlite3, "SQLITE_RECURSIVE", 33),
 }
+
+QUERY_DESCRIPTION = (
+    "Run one read-only SQL SELECT (SQLite dialect); rows come back as CSV (at most "
+    f"{MAX_QUERY_ROWS}; writes, PRAGMA and ATTACH are refused). Available functions: "
+    + ", ".join(sorted(ALLOWED_FUNCTIONS))
+    + "."
+)
 
 INSTRUCTIONS = (
     "A small shop database: customers, products (prices in integer cents), orders "
@@ -217,13 +266,21 @@ class Shop:
             steps[0] += 1
             return 1 if steps[0] * 1000 > QUERY_STEP_BUDGET else 0
 
-        def authorize(action: int, *_: Any) -> int:
+        refused: list[str] = []
+
+        def authorize(action: int, arg1: Any, arg2: Any, *_: Any) -> int:
+            if action == sqlite3.SQLITE_FUNCTION:  # arg2 is the function's name
+                if str(arg2).lower() in ALLOWED_FUNCTIONS:
+                    return sqlite3.SQLITE_OK
+                refused.append(str(arg2))
+                return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
 
         conn.set_authorizer(authorize)
         conn.set_progress_handler(budget, 1000)
         if hasattr(conn, "setlimit"):  # Python >= 3.11
             conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_LIKE_PATTERN_BYTES)
         try:
             cursor = conn.execute(sql)
             if cursor.description is None:
@@ -240,6 +297,15 @@ class Shop:
                 raise ShopError(
                     f"the query was stopped: it built a value over {MAX_VALUE_BYTES} bytes; "
                     "select less data"
+                ) from None
+            if "pattern too complex" in str(exc):
+                raise ShopError(
+                    f"LIKE/GLOB patterns may have at most {MAX_LIKE_PATTERN_BYTES} bytes"
+                ) from None
+            if refused:  # SQLite stops preparing at the first refusal
+                raise ShopError(
+                    f"the SQL function {refused[0]}() is not allowed in query; allowed "
+                    f"functions: {', '.join(sorted(ALLOWED_FUNCTIONS))}"
                 ) from None
             if "not authorized" in str(exc):
                 raise ShopError(
@@ -494,9 +560,8 @@ def build_server(db_path: str) -> Any:
         """Show the CREATE TABLE statement (columns, types, keys) of one table."""
         return _guard(shop.describe_table, table)
 
-    @app.tool()
+    @app.tool(description=QUERY_DESCRIPTION)
     def query(sql: str) -> str:
-        """Run one read-only SQL SELECT (SQLite dialect); rows come back as CSV (at most 100; writes, PRAGMA and ATTACH are refused)."""
         return _guard(shop.query, sql)
 
     @app.tool()
