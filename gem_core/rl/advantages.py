@@ -352,6 +352,11 @@ def compute_advantages(
     Pass only the episodes you train on (e.g. drop those with ``episode.error``): they
     all enter the batch statistics. Episodes without turns get empty arrays.
 
+    A turn that generated no token follows the adapter kit's empty-turn rule
+    (`gem_core.rl.packing`): it is not a transition, its reward is credited to the
+    generated turn before it (or, if none, the first one after it), and its advantage is
+    0. So these advantages equal the kit's `token_advantages` on the packed rows.
+
     Args:
         episodes: the batch.
         estimator: one of `ESTIMATORS`.
@@ -369,12 +374,25 @@ def compute_advantages(
         group_ids = [
             ep.group_id if ep.group_id is not None else (ep.env_id, ep.seed) for ep in episodes
         ]
-    advantages, _ = per_turn_advantages(
-        [ep.rewards() for ep in episodes],
+    from gem_core.rl.packing import credited_rewards
+
+    credited: list[list[float]] = []
+    generated: list[list[bool]] = []
+    for ep in episodes:
+        gen = [len(t.response_ids) > 0 for t in ep.turns]
+        credited.append(credited_rewards(ep.rewards(), gen)[0])
+        generated.append(gen)
+    per_generated, _ = per_turn_advantages(
+        credited,
         estimator,
         gamma=gamma,
         group_ids=group_ids,
         eps=eps,
         baseline=baseline,
     )
+    advantages = []
+    for gen, adv in zip(generated, per_generated, strict=True):
+        out = np.zeros(len(gen), dtype=np.float64)
+        out[np.asarray(gen, dtype=bool)] = adv
+        advantages.append(out)
     return advantages

@@ -436,3 +436,36 @@ def test_import_is_light():
     code = "import sys, gem_core.rl.packing; print([m for m in ('torch', 'transformers') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_compute_advantages_follows_the_empty_turn_rule():
+    # Empty turns (first, middle, last) are not transitions for the Episode-level
+    # estimators either: their reward is credited like in the packed rows, their advantage
+    # is 0, and the other turns' advantages equal token_advantages on the packed rows.
+    episodes = [
+        episode(turn(2, 0, 0.3), turn(1, 2, 0.5, start=10), turn(1, 0, -0.1, start=20), turn(1, 1, 1.0, start=30)),
+        episode(turn(2, 3, 0.0), turn(1, 0, 0.7, start=10)),
+        episode(turn(2, 1, 1.0), turn(1, 2, -1.0, start=10)),
+    ]
+    packed = [pack_episode(ep) for ep in episodes]
+    arr = pad_responses(packed, width=40)
+    for estimator in ("rebn", "reinforce", "grpo"):
+        groups = [0, 0, 1]
+        got = compute_advantages(episodes, estimator, gamma=0.9, group_ids=groups)
+        adv, _ = token_advantages(
+            arr["token_rewards"], arr["response_mask"], gamma=0.9, estimator=estimator, group_ids=groups
+        )
+        for i, ep in enumerate(episodes):
+            assert got[i].shape == (ep.num_turns,)
+            empty = [k for k, t in enumerate(ep.turns) if not t.response_ids]
+            assert all(got[i][k] == 0.0 for k in empty)
+            kept = [got[i][k] for k, t in enumerate(ep.turns) if t.response_ids]
+            spans = turn_spans(arr["response_mask"][i])
+            np.testing.assert_allclose(kept, [adv[i, s] for s, _ in spans], atol=1e-12, err_msg=estimator)
+    # ReBN statistics run over the 5 generated turns only (not 8): the credited rewards
+    # are [0.3 + 0.5 - 0.1, 1.0], [0.0 + 0.7] and [1.0, -1.0].
+    got = compute_advantages(episodes, "rebn", gamma=0.9)
+    g = np.array([0.7 + 0.9 * 1.0, 1.0, 0.7, 1.0 - 0.9, -1.0])
+    expected = (g - g.mean()) / (g.std() + 1e-8)
+    kept = [a[[k for k, t in enumerate(ep.turns) if t.response_ids]] for a, ep in zip(got, episodes, strict=True)]
+    np.testing.assert_allclose(np.concatenate(kept), expected, atol=1e-12)
