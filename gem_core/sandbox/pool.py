@@ -810,8 +810,19 @@ class Sandbox:
         self._drop_uid_base = _take_uid_block() if can_drop else None
         # Memory: a cgroup per slot bounds all processes of a run together, where this
         # host lets us create one; otherwise the bound is processes x memory_mb.
-        self._cgroup_root = _memory_cgroup_root()
         self._cgroup_name = f"gem-sandbox-{os.getpid()}-{next(_POOL_IDS)}"
+        self._cgroup_root = _memory_cgroup_root()
+        if self._cgroup_root is not None:
+            probe = None
+            try:  # can we really make one here and cap it?
+                probe = _MemoryCgroup(self._cgroup_root[0],
+                                      os.path.join(self._cgroup_root[1], f"{self._cgroup_name}-probe"))
+                probe.limit(int(memory_mb) << 20)
+            except (OSError, ValueError):
+                self._cgroup_root = None
+            finally:
+                if probe is not None:
+                    probe.remove()
         self._memory_bytes = int(memory_mb) << 20
         self.memory_scope: Literal["run", "process"] = "run" if self._cgroup_root else "process"
         if max_processes is None:
