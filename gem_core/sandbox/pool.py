@@ -473,9 +473,17 @@ def _spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
 
 
 def _forget_spawner_after_fork() -> None:
-    """A forked child inherits the executor but not its thread: start a new one on demand."""
-    global _SPAWNER, _SPAWNER_LOCK
+    """In a forked child: what the parent's threads held is not ours.
+
+    The executor comes without its thread (a new one starts on demand); a lock another
+    thread held at the fork would stay locked for good; the uid blocks are the parent's
+    pools' (unusable here: `Sandbox` refuses to run in a process that did not create it,
+    and the child's own pools take uids from its own pid).
+    """
+    global _SPAWNER, _SPAWNER_LOCK, _PROBE_LOCK, _UID_LOCK
     _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
+    _PROBE_LOCK, _UID_LOCK = threading.Lock(), threading.Lock()
+    _UID_BLOCKS.clear()
 
 
 os.register_at_fork(after_in_child=_forget_spawner_after_fork)
@@ -857,14 +865,18 @@ class Sandbox:
             self._idle.put(worker)
         self._closed = False
         self._lock = threading.Lock()
+        # The zygotes, cgroups, base dir and uids belong to this process: a forked child
+        # that exits (atexit, weakref finalizers) or drops the object must leave them be.
+        self._owner_pid = os.getpid()
         self._finalizer = weakref.finalize(self, Sandbox._shutdown, self._workers, self._base_dir,
-                                           self._drop_uid_base)
+                                           self._drop_uid_base, self._owner_pid)
         atexit.register(self._finalizer)
 
     # -- lifecycle ------------------------------------------------------------------
 
     def warm_up(self) -> None:
         """Start every slot's zygote now (in parallel) instead of at its first use."""
+        self._check_open()
         errors: list[BaseException] = []
 
         def start(worker: _Worker) -> None:
@@ -888,7 +900,11 @@ class Sandbox:
             raise errors[0]
 
     def close(self) -> None:
-        """Kill every zygote and remove the work dirs. Safe to call more than once."""
+        """Kill every zygote and remove the work dirs. Safe to call more than once.
+
+        In a forked child of the process that created the pool it only marks this copy
+        closed: the zygotes and files are the parent's.
+        """
         with self._lock:
             if self._closed:
                 return
@@ -897,7 +913,10 @@ class Sandbox:
         atexit.unregister(self._finalizer)
 
     @staticmethod
-    def _shutdown(workers: list[_Worker], base_dir: str | None, uid_base: int | None = None) -> None:
+    def _shutdown(workers: list[_Worker], base_dir: str | None, uid_base: int | None,
+                  owner_pid: int) -> None:
+        if os.getpid() != owner_pid:
+            return  # a forked child: nothing here is ours to tear down
         for worker in workers:
             worker.kill()
             if worker.cgroup is not None:
@@ -998,3 +1017,8 @@ class Sandbox:
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxClosed("this Sandbox is closed; create a new one to run more code")
+        if os.getpid() != self._owner_pid:
+            raise SandboxError(
+                f"this Sandbox was created by process {self._owner_pid} and inherited across a "
+                f"fork by process {os.getpid()}; its workers serve the parent only: create a new "
+                "Sandbox in the child")

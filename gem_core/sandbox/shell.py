@@ -422,8 +422,14 @@ def _take_uid_slot() -> int:
         "holding two uids of its own; close() the ones you no longer need (or run more processes)")
 
 
-def _release(root_dir: list[str | None], slot: int | None) -> None:
-    """Finalizer of a `Shell`: remove its files and give its uids back."""
+def _release(root_dir: list[str | None], slot: int | None, owner_pid: int) -> None:
+    """Finalizer of a `Shell`: remove its files and give its uids back.
+
+    Nothing in a forked child (its exit or garbage collection runs this too): the files
+    are the parent's.
+    """
+    if os.getpid() != owner_pid:
+        return
     if root_dir[0] is not None:
         _remove_tree(root_dir[0])
         root_dir[0] = None
@@ -670,7 +676,7 @@ class Shell:
             slot = _take_uid_slot()
             self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
             self._grader_uid = self._uid + 1
-        self._finalizer = weakref.finalize(self, _release, self._root, slot)
+        self._finalizer = weakref.finalize(self, _release, self._root, slot, os.getpid())
 
     # -- workspace ------------------------------------------------------------------
 

@@ -216,3 +216,35 @@ def test_a_sandbox_that_raises_is_replaced_for_the_next_score(monkeypatch):
         assert (again.score, again.error) == (1.0, None) and s._sandbox is not broken
     finally:
         s.close()
+
+
+FORK_AND_EXIT = (
+    "import os, sys\n"
+    "import reasoning_gym\n"
+    "from gem_core.grading.rg import get_scorer\n"
+    "entry = reasoning_gym.create_dataset('leg_counting', size=5, seed=1)[0]\n"
+    "src = 'def score_answer(answer, entry):\\n    return 1'\n"
+    "def score():\n"
+    "    return get_scorer().score(name='leg_counting', answer='1', entry=entry, size=5, seed=1,\n"
+    "                              config={}, score_seed=0, build_seed=0, _debug_source=src)\n"
+    "assert score().score == 1.0\n"
+    "first = get_scorer()._sandbox\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    sys.exit(0)\n"
+    "assert os.waitpid(pid, 0)[1] == 0\n"
+    "r = score()\n"
+    "print(r.score, r.error, get_scorer()._sandbox is first, flush=True)\n"
+)
+
+
+def test_a_forked_child_exiting_normally_leaves_the_parents_scorer_alone():
+    """The child's exit once tore the parent's sandbox down: its next score failed."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, GEM_RG_SCORER_WORKERS="1")  # the next score gets the same worker
+    proc = subprocess.run([sys.executable, "-c", FORK_AND_EXIT], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0 and proc.stdout == "1.0 None True\n", (
+        f"rc={proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr[-2000:]}")

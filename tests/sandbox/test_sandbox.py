@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from gem_core.errors import InvalidArgument, SandboxClosed
+from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError
 from gem_core.sandbox import ExecResult, ReducedIsolationWarning, Sandbox, pool
 
 pytestmark = pytest.mark.timeout(60)
@@ -263,3 +263,64 @@ def test_a_malformed_worker_reply_is_a_sandbox_error_not_an_exception(monkeypatc
         result = sb.run("print(1)")
         assert result.sandbox_error and "it was replaced" in result.sandbox_error, result
         assert not result.ok
+
+
+# A child forked from a process holding started pools, that then exits the normal way
+# (atexit and weakref finalizers run), or drops its reference to the pool.
+FORK_AND_EXIT = (
+    "import gc, os, sys\n"
+    "from gem_core.sandbox import Sandbox\n"
+    "sb = Sandbox(size=1, timeout_s=20)\n"
+    "assert sb.run('print(1)').stdout == '1\\n'\n"
+    "for how in ('exit', 'collect'):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        if how == 'collect':\n"
+    "            del sb\n"
+    "            gc.collect()\n"
+    "        sys.exit(0)\n"
+    "    assert os.waitpid(pid, 0)[1] == 0\n"
+    "    r = sb.run('print(2)')\n"
+    "    print(how, repr(r.stdout), r.sandbox_error, flush=True)\n"
+    "sb.close()\n"
+)
+
+
+def test_a_forked_child_exiting_normally_leaves_the_parents_pool_alone():
+    # Regression: the child ran the inherited pool's exit cleanup (atexit / finalizer),
+    # killed the parent's zygotes and removed their cgroups and base dir; every later run
+    # of the parent raised FileNotFoundError.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FORK_AND_EXIT], capture_output=True, text=True, timeout=50)
+    assert proc.returncode == 0 and proc.stdout == "exit '2\\n' None\ncollect '2\\n' None\n", (
+        f"the parent's pool broke after a forked child exited: rc={proc.returncode}\n"
+        f"stdout: {proc.stdout}\nstderr: {proc.stderr[-2000:]}")
+
+
+def test_an_inherited_pool_refuses_to_run_in_a_forked_child(sandbox):
+    # Its pipes lead to the parent's zygotes: a run from the child would interleave frames
+    # with the parent's. It says what to do instead.
+    import os
+
+    assert sandbox.run("print(1)").stdout == "1\n"
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            sandbox.run("print(2)")
+            out = "ran"
+        except SandboxError as e:
+            out = f"{type(e).__name__}: {e}"
+        except BaseException as e:  # noqa: BLE001 - report anything to the parent
+            out = f"unexpected {e!r}"
+        os.write(write_fd, out.encode())
+        os._exit(0)
+    os.close(write_fd)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_fd) as f:
+        out = f.read()
+    assert out.startswith("SandboxError: ") and "create a new Sandbox" in out, out
+    assert sandbox.run("print(3)").stdout == "3\n"

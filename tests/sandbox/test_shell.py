@@ -510,3 +510,36 @@ def test_the_installed_package_and_datasets_are_hidden_inside(monkeypatch):
         found = sh.run("find / -path /proc -prune -o \\( -name solution.sh -o -name 'gem_core*' \\) -print "
                        "2>/dev/null | head -n 3")
         assert found.output == "", found.output
+
+
+FORK_AND_EXIT = (
+    "import gc, os, sys, warnings\n"
+    "warnings.simplefilter('ignore')\n"
+    "from gem_core.sandbox.shell import Shell\n"
+    "sh = Shell(timeout_s=10)\n"
+    "ws = sh.reset_workspace()\n"
+    "assert sh.run('echo hi > f; cat f').output.strip() == 'hi'\n"
+    "for how in ('exit', 'collect'):\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        if how == 'collect':\n"
+    "            del sh\n"
+    "            gc.collect()\n"
+    "        sys.exit(0)\n"
+    "    assert os.waitpid(pid, 0)[1] == 0\n"
+    "    r = sh.run('cat f')\n"
+    "    print(how, os.path.isdir(ws), repr(r.output), flush=True)\n"
+    "sh.close()\n"
+)
+
+
+def test_a_forked_child_exiting_normally_leaves_the_parents_workspace_alone():
+    # Regression: the child ran the inherited Shell's finalizer at exit (or on collection)
+    # and removed the parent's workspace.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FORK_AND_EXIT], capture_output=True, text=True, timeout=50)
+    assert proc.returncode == 0 and proc.stdout == "exit True 'hi\\n'\ncollect True 'hi\\n'\n", (
+        f"the parent's Shell broke after a forked child exited: rc={proc.returncode}\n"
+        f"stdout: {proc.stdout}\nstderr: {proc.stderr[-2000:]}")
