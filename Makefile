@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl
 
 # The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
 # gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
@@ -22,6 +22,17 @@ VERL_VENV ?= $(GEM_CACHE)/venv-verl
 VERL_PY := $(VERL_VENV)/bin/python
 VERL_STAMP_KEY := $(shell cat $(VERL_DIR)/requirements-test.txt $(VERL_DIR)/pyproject.toml pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 VERL_STAMP := $(VERL_VENV)/.installed-$(VERL_STAMP_KEY)
+
+# The TRL adapter's own venv (integrations/trl): TRL 1.16 needs transformers 5, which
+# gem-core[rl] pins below 5, so it cannot share the core venv. Installed with the shared
+# constraints (integrations/constraints.txt: the CPU torch). Keyed by a hash of its
+# requirements, its pyproject, the core's pyproject, the constraints and the clone's location.
+TRL_DIR := integrations/trl
+TRL_VENV ?= $(GEM_CACHE)/venv-trl
+TRL_PY := $(TRL_VENV)/bin/python
+TRL_DEPS := $(TRL_DIR)/requirements-test.txt $(TRL_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+TRL_STAMP_KEY := $(shell cat $(TRL_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+TRL_STAMP := $(TRL_VENV)/.installed-$(TRL_STAMP_KEY)
 
 $(STAMP): pyproject.toml
 	@mkdir -p "$(GEM_CACHE)"
@@ -42,6 +53,16 @@ $(VERL_STAMP): $(VERL_DIR)/requirements-test.txt $(VERL_DIR)/pyproject.toml pypr
 	@touch "$(VERL_STAMP)"
 
 venv-verl: $(VERL_STAMP)
+
+$(TRL_STAMP): $(TRL_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(TRL_PY)" || $(PYTHON) -m venv "$(TRL_VENV)"
+	"$(TRL_PY)" -m pip install --quiet --upgrade pip
+	cd $(TRL_DIR) && "$(TRL_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -e ../.. -e .
+	@rm -f "$(TRL_VENV)"/.installed-*
+	@touch "$(TRL_STAMP)"
+
+venv-trl: $(TRL_STAMP)
 
 # bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
 # exists (as root or through sudo); elsewhere install it with your package manager. Without
@@ -64,13 +85,16 @@ demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 # The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl
+test: test-core test-verl test-trl
 
 test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
 
 test-verl: $(VERL_STAMP)
 	cd $(VERL_DIR) && "$(VERL_PY)" -m pytest -q $(PYTEST_ARGS)
+
+test-trl: $(TRL_STAMP)
+	cd $(TRL_DIR) && "$(TRL_PY)" -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
@@ -79,4 +103,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)" "$(VERL_VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)"
