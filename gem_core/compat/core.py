@@ -20,7 +20,7 @@ from typing import Any
 from gem_core.core import Env as _CoreEnv
 from gem_core.core import Wrapper as _CoreWrapper
 
-__all__ = ["Env", "EnvWrapper", "CompatEnv", "LegacyEnvAdapter", "reset_options"]
+__all__ = ["Env", "EnvWrapper", "ForwardingMixin", "CompatEnv", "LegacyEnvAdapter", "reset_options"]
 
 logger = logging.getLogger("gem_core.compat")
 
@@ -79,16 +79,13 @@ class Env(_CoreEnv):
         )
 
 
-class EnvWrapper(_CoreWrapper):
-    """A wrapper with the reference conventions: positional ``reset(seed)`` and attribute reads
-    forwarded to the wrapped env (any layer, innermost last).
+class ForwardingMixin:
+    """Attribute reads that no layer of a wrapper answers fall through to the wrapped env.
 
-    Reading an attribute no layer has raises ``AttributeError`` naming the wrapper. Setting
-    an attribute sets it on this wrapper only (as the reference's copies did).
+    Put it first in the bases of a `gem_core.Wrapper` subclass. Reading an attribute no
+    layer has raises ``AttributeError`` naming the wrapper. Setting an attribute sets it
+    on the wrapper only (as the reference's copies did).
     """
-
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None, **kwargs: Any):  # type: ignore[override]
-        return self.env.reset(seed=seed, options=reset_options(options, kwargs))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "env":
@@ -103,6 +100,15 @@ class EnvWrapper(_CoreWrapper):
             raise AttributeError(
                 f"{type(self).__name__} has no attribute {name!r}, and no env it wraps has one"
             ) from None
+
+
+class EnvWrapper(ForwardingMixin, _CoreWrapper):
+    """A wrapper with the reference conventions (``gem.core.EnvWrapper``): positional
+    ``reset(seed, **kwargs)`` (keywords become reset options) and attribute reads
+    forwarded to the wrapped env (`ForwardingMixin`)."""
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None, **kwargs: Any):  # type: ignore[override]
+        return self.env.reset(seed=seed, options=reset_options(options, kwargs))
 
 
 def _accepts(func: Any, name: str) -> bool:
