@@ -1,0 +1,3 @@
+"""Reference-GEM helpers user code imports (``gem.utils``): parsing and constants."""
+
+from __future__ import annotations
