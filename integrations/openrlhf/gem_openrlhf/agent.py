@@ -17,7 +17,10 @@ adapter kit of `gem_core.rl`:
   = the rendered first observation, then every turn's generated ids as generated and
   each next observation as the chat template's token delta; ``action_ranges`` = the
   generated runs; ``rollout_log_probs`` when the sampling params ask for log-probs and
-  the engine returned them; ``reward`` = ``scores`` = the episode return.
+  the engine returned them; ``reward`` = ``scores`` = the episode return;
+  ``extra_logs`` (logged by OpenRLHF, one value per sample): ``gem_success``,
+  ``gem_num_turns``, ``gem_prompt_tokens`` (where the first generated turn may start)
+  and ``gem_error``.
 
 OpenRLHF's ``SamplesGenerator._process_response_into_experience`` keeps only its own
 keys, so the per-turn rewards travel in extra keys (`TOKEN_REWARDS`: one reward per
@@ -257,6 +260,7 @@ class AgentExecutor(AgentExecutorBase):
             "extra_logs": {
                 "gem_success": float(bool(episode.success)),
                 "gem_num_turns": float(packed.num_turns),
+                "gem_prompt_tokens": float(start),
                 ERROR_FLAG: 0.0,
             },
             TOKEN_REWARDS: [0.0] * start + [float(r) for r in packed.token_rewards],
@@ -281,7 +285,7 @@ class AgentExecutor(AgentExecutorBase):
             "action_ranges": [(len(ids), len(tokens))],
             "rollout_log_probs": [0.0] * len(tokens) if with_logprobs else None,
             "truncated": False,
-            "extra_logs": {"gem_success": 0.0, "gem_num_turns": 0.0, ERROR_FLAG: 1.0},
+            "extra_logs": {"gem_success": 0.0, "gem_num_turns": 0.0, "gem_prompt_tokens": float(len(ids)), ERROR_FLAG: 1.0},
             TOKEN_REWARDS: [0.0] * len(tokens),
             TURN_REWARDS: [],
             "gem_error_message": error,
