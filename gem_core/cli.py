@@ -153,19 +153,47 @@ def _eval_settings(args: argparse.Namespace) -> dict:
         "max_turns": args.max_turns,
         "max_context": args.max_context,
         "system_prompt": args.system_prompt,
+        "extra_body": args.extra_body,
     }
     base.update({k: v for k, v in given.items() if v is not None})
     return base
 
 
+def _redacted(argv: list[str]) -> list[str]:
+    """``argv`` with the value of ``--api-key`` replaced (the manifest keeps the command line)."""
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        if hide:
+            out.append("***")
+            hide = False
+        elif arg == "--api-key":
+            out.append(arg)
+            hide = True
+        elif arg.startswith("--api-key="):
+            out.append("--api-key=***")
+        else:
+            out.append(arg)
+    return out
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from gem_core.errors import Error, UnregisteredEnv
+    import logging
+
+    from gem_core.errors import Error
+    from gem_core.eval.records import MANIFEST_FILE
 
     if args.retry_errors and not args.resume:
         print("gem eval: --retry-errors only applies with --resume", file=sys.stderr)
         return 2
     if args.resume and not args.out:
         print("gem eval: --resume needs --out DIR (the run to continue)", file=sys.stderr)
+        return 2
+    if args.resume and not (Path(args.out) / MANIFEST_FILE).is_file():
+        what = "does not exist" if not Path(args.out).exists() else f"holds no {MANIFEST_FILE}"
+        print(f"gem eval: cannot resume {args.out}: it {what}, so there is no run (manifest) to "
+              "continue. Pass the --out directory of an earlier `gem eval`, or start a new run "
+              "without --resume", file=sys.stderr)
         return 2
     try:
         settings = _eval_settings(args)
@@ -187,6 +215,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         out = str(Path("gem-eval") / f"{safe}-{stamp}")
     from gem_core.eval.runner import evaluate
 
+    # Each failed episode is logged by the rollout engine; the run reports its errors once
+    # (grouped) at the end instead of one warning line per episode on the terminal.
+    quiet = logging.getLogger("gem_core")
+    handler = logging.NullHandler()
+    quiet.addHandler(handler)
     env_ids = settings.pop("env_ids")
     try:
         result = evaluate(
@@ -194,26 +227,40 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             timeout=args.timeout,
             max_retries=args.max_retries,
+            api_key=args.api_key,
+            max_consecutive_errors=args.max_consecutive_errors,
             out_dir=out,
             resume=args.resume,
             retry_errors=args.retry_errors,
             progress=not args.no_progress,
-            command_line=["gem", *args.argv],
+            command_line=["gem", *_redacted(args.argv)],
             **settings,
         )
-    except UnregisteredEnv as e:
-        print(f"gem eval: {e}", file=sys.stderr)
-        return 2
     except Error as e:
         print(f"gem eval: {e}", file=sys.stderr)
         return 2
+    finally:
+        quiet.removeHandler(handler)
     print(result.table())
     status = result.manifest["status"]
-    print(f"\n{len(result.records)} episodes ({result.ran} run now), status {status}; "
-          f"results in {out}", file=sys.stderr)
+    counts = result.manifest["counts"]
+    print(f"\n{counts['recorded']} episodes recorded ({result.ran} run now, {counts['errored']} "
+          f"errored), status {status}; results in {out}", file=sys.stderr)
+    if result.errors:
+        print(f"errors ({counts['errored']} episodes; errored episodes are not measured):", file=sys.stderr)
+        for text, n in result.errors[:3]:
+            print(f"  {n} x {text[:500]}", file=sys.stderr)
+        if len(result.errors) > 3:
+            print(f"  ... and {len(result.errors) - 3} other errors (see episodes.jsonl)", file=sys.stderr)
     if result.interrupted:
         print(f"resume with: gem eval --resume --out {out}", file=sys.stderr)
         return 130
+    if status == "failed":
+        print(f"gem eval: the run failed: {result.manifest.get('error')}", file=sys.stderr)
+    if result.errors or result.missing:
+        flag = " --retry-errors" if result.errors else ""
+        print(f"fix the cause, then resume with: gem eval --resume{flag} --out {out}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -273,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
         "turns, format-error rate, tool calls) and a manifest to --out. Episode i of each env\n"
         "uses seed S+i. Ctrl-C stops cleanly (finished episodes are kept); --resume continues\n"
         "a run.\n\n"
+        "Before the first episode one probe request checks the endpoint in the chosen --api\n"
+        "mode and one env per id is built, so a wrong mode, a missing dataset or extra, or bad\n"
+        "--env-kwargs fail at once. Errored episodes measure nothing: the summary counts them\n"
+        "apart and success is over the measured ones; a run with errors exits 1 (and stops\n"
+        "after --max-consecutive-errors in a row), with the --resume --retry-errors hint.\n\n"
         "--api completions (default): token ids to /v1/completions (vLLM, SGLang); the chat\n"
         "  template is applied here with the served model's tokenizer (--tokenizer), so\n"
         "  prompts are token-exact and --max-context is enforced exactly.\n"
@@ -310,6 +362,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
     p.add_argument("--max-retries", type=int, default=3,
                    help="retries after a transient HTTP error (default 3)")
+    p.add_argument("--api-key", help="sent as 'Authorization: Bearer KEY' (default $OPENAI_API_KEY); "
+                   "never written to --out")
+    p.add_argument("--extra-body", type=_json_object, metavar="JSON",
+                   help="extra request fields, e.g. '{\"top_k\": 20, \"min_p\": 0.05}' (pinned in the "
+                   "manifest)")
+    p.add_argument("--max-consecutive-errors", type=int, default=5, metavar="N",
+                   help="stop the run after N errored episodes in a row, e.g. a server that died "
+                   "(default 5; 0: never)")
     p.add_argument("--out", help="run directory (default gem-eval/MODEL-TIMESTAMP)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out; unset options come from its manifest")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ __all__ = [
     "append_record",
     "read_manifest",
     "write_json",
+    "write_text",
     "load_run",
 ]
 
@@ -46,7 +46,8 @@ def episode_record(
     turn, parallel to ``observations``: a ``{"mime", "bytes", "width", "height"}``
     summary of each image its observation carried, ``[]`` for text; never the image
     data), ``final_observation`` (text), ``format_errors`` (turns
-    flagged ``info["format_error"]``), ``truncated_responses`` (responses that hit the
+    flagged ``info["format_error"]``), ``final_format_error`` (the last turn was one),
+    ``truncated_responses`` (responses that hit the
     token limit), ``tool_calls`` (``{tool name: calls run}``), ``prompt_tokens`` (prompt
     tokens sent, summed over requests), ``generated_tokens``, ``latency_s`` (wall time
     of the episode), ``template_rewrite``.
@@ -90,6 +91,7 @@ def episode_record(
         "observation_images": [_image_summaries(t.info) for t in turns],
         "final_observation": episode.final_observation,
         "format_errors": sum(1 for t in turns if t.format_error),
+        "final_format_error": bool(turns and turns[-1].format_error),
         "truncated_responses": sum(1 for t in turns if t.response_truncated),
         "tool_calls": tools,
         "prompt_tokens": sent if api != "chat" else _usage(episode, "prompt_tokens"),
@@ -177,6 +179,11 @@ def write_json(path: str | os.PathLike[str], payload: Any) -> None:
     _atomic_write(Path(path), text + "\n")
 
 
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) atomically, with the same permissions as the records file."""
+    _atomic_write(Path(path), text)
+
+
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest of a run directory.
 
@@ -211,8 +218,19 @@ def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename; the file gets the mode an ordinary
+    ``open(path, "w")`` gives (0666 less the umask), like the appended records file —
+    ``mkstemp`` alone would leave it 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+        break
+    else:  # pragma: no cover
+        raise FileExistsError(f"could not create a temporary file next to {path}")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
+import json
 import os
 import platform
 import signal
@@ -13,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from gem_core.eval.stats import summarize, summary_markdown, summary_table
 __all__ = [
     "EvalResult",
     "EndpointUnreachable",
+    "EndpointIncompatible",
     "evaluate",
     "check_endpoint",
     "build_env",
@@ -43,8 +46,9 @@ API_MODES = ("completions", "chat")
 
 #: Named wrappers for ``wrappers=`` / ``--wrappers``: ``NAME[:ARG]``.
 WRAPPER_NAMES = ("history",)
-#: Named tools for ``tools=`` / ``--tools``.
-TOOL_NAMES = ("python", "search")
+#: Named tools for ``tools=`` / ``--tools``: ``python``, ``search[:INDEX]``,
+#: ``mcp:CONFIG`` (a JSON file of MCP servers, see `mcp_servers`).
+TOOL_NAMES = ("python", "search", "mcp")
 
 #: Defaults of the settings a run's manifest pins (``config``).
 CONFIG_DEFAULTS: dict[str, Any] = {
@@ -62,14 +66,24 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "max_turns": None,
     "max_context": 4096,
     "system_prompt": None,
+    "extra_body": {},
 }
 
 # Settings that must match when a run is resumed (``episodes`` may grow).
 _PINNED = tuple(k for k in CONFIG_DEFAULTS if k != "episodes") + ("env_ids", "model")
+# The environment variables that select the rows of dataset-backed envs (gem_core.data).
+_DATA_VARS = ("GEM_DATA", "GEM_DATA_DIR")
+#: Consecutive errored episodes after which a run stops (``max_consecutive_errors``).
+MAX_CONSECUTIVE_ERRORS = 5
 
 
 class EndpointUnreachable(Error, ConnectionError):
     """The model endpoint could not be reached (no server at the URL, DNS failure, timeout)."""
+
+
+class EndpointIncompatible(InvalidArgument):
+    """The endpoint answered the probe request, but not as the chosen ``api`` mode needs
+    (e.g. no token-id completions: use ``api="chat"``; a rejected key or body field)."""
 
 
 @dataclass
@@ -81,10 +95,18 @@ class EvalResult:
             ordered by env (as given) then episode index; on a resumed run, earlier
             episodes included.
         summary: ``{env_id: row}`` (see `gem_core.eval.summarize`).
-        manifest: the run's manifest (settings, versions, seeds, command line).
+        manifest: the run's manifest (settings, versions, seeds, command lines, data);
+            ``manifest["status"]`` is ``complete`` (every episode measured),
+            ``complete_with_errors`` (every episode recorded, some with an error),
+            ``failed`` (stopped after ``max_consecutive_errors`` errored episodes, or
+            nothing could be measured; ``manifest["error"]`` says why), ``interrupted``
+            or ``partial``.
         out_dir: where the run was written (``None``: nothing written).
         interrupted: the run was stopped (Ctrl-C) before every episode finished.
         ran: episodes run by this call (not counting those resumed from disk).
+        missing: ``(env_id, index)`` of the wanted episodes with no record.
+        failed: the run could not measure (status ``failed``).
+        errors: ``[(error text, episodes)]`` of the errored records, most frequent first.
     """
 
     records: list[dict[str, Any]]
@@ -94,9 +116,11 @@ class EvalResult:
     interrupted: bool = False
     ran: int = 0
     missing: list[tuple[str, int]] = field(default_factory=list)
+    failed: bool = False
+    errors: list[tuple[str, int]] = field(default_factory=list)
 
     def table(self) -> str:
-        """The summary as a plain-text table."""
+        """The summary as a plain-text table (with the end-reason breakdown)."""
         return summary_table(self.summary)
 
 
@@ -142,15 +166,100 @@ def _wrap(env: Env, item: str) -> Env:
     return HistoryWrapper(env, format=arg or "concat")
 
 
-def _tool(item: str, sandbox: Any = None) -> Any:
+def mcp_servers(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The MCP servers of a ``--tools mcp:CONFIG`` file: ``{name: MCPTool keyword arguments}``.
+
+    The file is JSON in the common ``mcpServers`` layout (also accepted without the
+    outer key)::
+
+        {"mcpServers": {
+            "shop": {"command": "python", "args": ["-m", "my_server"], "env": {"K": "V"}},
+            "docs": {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "..."}}}}
+
+    Per server: ``command`` (+ ``args``, ``env``, ``cwd``) for stdio or ``url`` (+
+    ``headers``) for streamable HTTP, and optionally ``timeout``, ``connect_timeout``,
+    ``allowed_tools``. One `ToolEnvWrapper` holds them all and routes each call to the
+    server that has the tool.
+
+    Raises:
+        InvalidArgument: the file is missing, not JSON, or a server entry is malformed.
+    """
+    where = f"--tools mcp:{path}"
+    try:
+        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidArgument(
+            f"{where}: cannot read the MCP config ({type(exc).__name__}: {exc}); expected a "
+            'JSON file like {"mcpServers": {"NAME": {"command": "...", "args": [...]}}}'
+        ) from None
+    except ValueError as exc:
+        raise InvalidArgument(f"{where}: the MCP config is not valid JSON ({exc})") from None
+    servers = data.get("mcpServers", data) if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise InvalidArgument(
+            f"{where}: expected a JSON object of servers, e.g. "
+            '{"mcpServers": {"NAME": {"command": "...", "args": [...]}}}, got '
+            f"{type(servers).__name__ if servers is not None else type(data).__name__}"
+            + (" with no servers" if isinstance(servers, dict) else "")
+        )
+    allowed = {"command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
+               "allowed_tools"}
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            raise InvalidArgument(f"{where}: server {name!r} must be a JSON object, got {type(entry).__name__}")
+        unknown = sorted(set(entry) - allowed - {"type", "transport"})
+        if unknown:
+            raise InvalidArgument(
+                f"{where}: server {name!r} has unknown field(s) {unknown}; expected some of "
+                f"{sorted(allowed)}"
+            )
+        if ("command" in entry) == ("url" in entry):
+            raise InvalidArgument(
+                f"{where}: server {name!r} needs exactly one of \"command\" (stdio) or \"url\" "
+                "(streamable HTTP)"
+            )
+        if "args" in entry and not (
+            isinstance(entry["args"], list) and all(isinstance(a, str) for a in entry["args"])
+        ):
+            raise InvalidArgument(f"{where}: server {name!r}: \"args\" must be a list of strings")
+        out[str(name)] = {k: v for k, v in entry.items() if k in allowed}
+    return out
+
+
+def _tools(item: str, sandbox: Any = None) -> list[Any]:
+    """The tools one ``--tools`` item stands for (``mcp:CONFIG``: one per server)."""
     name, arg = _parse_named(item, TOOL_NAMES, "tool")
     if name == "python":
         from gem_core.tools import PythonCodeTool
 
-        return PythonCodeTool(sandbox=sandbox)
+        return [PythonCodeTool(sandbox=sandbox)]
+    if name == "mcp":
+        from gem_core.tools import MCPTool
+
+        made: list[Any] = []
+        try:
+            for server, kwargs in mcp_servers(arg or "").items():
+                made.append(MCPTool(name=f"mcp:{server}", **kwargs))
+        except BaseException:
+            for tool in made:
+                tool.close()
+            raise
+        return made
     from gem_core.tools import SearchTool
 
-    return SearchTool(index=arg) if arg else SearchTool()
+    return [SearchTool(index=arg) if arg else SearchTool()]
+
+
+def _check_tool(item: str) -> None:
+    name, arg = _parse_named(item, TOOL_NAMES, "tool")
+    if name == "mcp":
+        if not arg:
+            raise InvalidArgument(
+                "--tools mcp needs a config file: mcp:CONFIG, e.g. --tools mcp:servers.json "
+                '({"mcpServers": {"NAME": {"command": "...", "args": [...]}}})'
+            )
+        mcp_servers(arg)
 
 
 def build_env(
@@ -168,8 +277,9 @@ def build_env(
         env_id: a registered id.
         wrappers: named wrappers applied outermost, in order: ``history[:FORMAT]``
             (`gem_core.wrappers.HistoryWrapper`, default format ``concat``).
-        tools: ``python`` (`PythonCodeTool`) and/or ``search[:INDEX]`` (`SearchTool`),
-            run by a `ToolEnvWrapper` right around the env.
+        tools: ``python`` (`PythonCodeTool`), ``search[:INDEX]`` (`SearchTool`) and/or
+            ``mcp:CONFIG`` (one `MCPTool` per server of the file, see `mcp_servers`),
+            run by one `ToolEnvWrapper` right around the env.
         max_tool_uses: the wrapper's per-episode tool-call limit.
         env_kwargs: constructor arguments (e.g. ``{"data_path": "sample"}``).
         sandbox: a `gem_core.sandbox.Sandbox` the python tool shares (not closed with
@@ -182,7 +292,15 @@ def build_env(
         if tools:
             from gem_core.tools import ToolEnvWrapper
 
-            env = ToolEnvWrapper(env, [_tool(t, sandbox) for t in tools], max_tool_uses=max_tool_uses)
+            made: list[Any] = []
+            try:
+                for t in tools:
+                    made += _tools(t, sandbox)
+            except BaseException:
+                for tool in made:
+                    tool.close()
+                raise
+            env = ToolEnvWrapper(env, made, max_tool_uses=max_tool_uses)
         for w in wrappers:
             env = _wrap(env, w)
     except BaseException:
@@ -235,8 +353,9 @@ def _env_info(env_id: str) -> dict[str, Any]:
 
 
 def _check_resume(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
-    old = {"api": "completions", **old}  # runs from before --api were token-id runs
-    diffs = [k for k in _PINNED if old.get(k) != new.get(k)]
+    # Runs from before --api were token-id runs; from before --extra-body sent none.
+    old = {"api": "completions", "extra_body": {}, **old}
+    diffs = [k for k in _PINNED if _canon(old.get(k)) != _canon(new.get(k))]
     if diffs:
         shown = "; ".join(f"{k}: run has {old.get(k)!r}, got {new.get(k)!r}" for k in diffs)
         raise InvalidArgument(
@@ -244,6 +363,65 @@ def _check_resume(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path)
             "run's own settings (`gem eval --resume --out DIR` takes them from its "
             "manifest) or write to a new --out directory"
         )
+
+
+def _canon(value: Any) -> str:
+    """A comparable form of a JSON-able value (as it reads back from the manifest)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _check_resume_environment(old: Mapping[str, Any], ids: Sequence[str], out_dir: Path) -> None:
+    """Refuse a resume whose data-selecting variables or env registrations now differ."""
+    pinned = old.get("data_env") or {}
+    diffs = [
+        f"{v}: run has {pinned.get(v)!r}, now {os.environ.get(v)!r}"
+        for v in _DATA_VARS
+        if v in pinned and pinned.get(v) != os.environ.get(v)
+    ]
+    if diffs:
+        how = " ".join(
+            f"{v}={pinned[v]}" if pinned.get(v) is not None else f"(unset {v})"
+            for v in _DATA_VARS if v in pinned and pinned.get(v) != os.environ.get(v)
+        )
+        raise InvalidArgument(
+            f"cannot resume {out_dir}: the environment selects other data than the run was "
+            f"made with ({'; '.join(diffs)}); dataset-backed envs would read other rows. "
+            f"Resume with the run's values ({how} gem eval --resume ...) or start a new --out"
+        )
+    envs = old.get("envs") or {}
+    for env_id in ids:
+        if env_id not in envs:
+            continue
+        now = _env_info(env_id)
+        keys = ("version", "variant", "entry_point", "kwargs", "max_turns")
+        changed = [k for k in keys if k in envs[env_id] and _canon(envs[env_id][k]) != _canon(now[k])]
+        if changed:
+            shown = "; ".join(f"{k}: run has {envs[env_id][k]!r}, now {now[k]!r}" for k in changed)
+            raise InvalidArgument(
+                f"cannot resume {out_dir}: the registration of {env_id} changed since the run "
+                f"began ({shown}); its episodes would not be comparable. Start a new --out "
+                "directory (or install the gem-core / plugin version the run used: "
+                f"{old.get('gem_core_version')})"
+            )
+
+
+def _check_data(pinned: Mapping[str, Any], now: Mapping[str, Any], out_dir: Path | None) -> None:
+    """Refuse a resume whose envs read other rows than the run pinned (content hashes)."""
+    for env_id, loads in now.items():
+        before = pinned.get(env_id)
+        if before is None:
+            continue
+        key = [(d.get("dataset"), d.get("split"), d.get("rows"), d.get("sha256")) for d in before]
+        if key != [(d["dataset"], d["split"], d["rows"], d["sha256"]) for d in loads]:
+            was = ", ".join(f"{d.get('source')} ({d.get('rows')} rows, sha256 {str(d.get('sha256'))[:12]})"
+                            for d in before) or "no dataset"
+            is_ = ", ".join(f"{d['source']} ({d['rows']} rows, sha256 {d['sha256'][:12]})"
+                            for d in loads) or "no dataset"
+            raise InvalidArgument(
+                f"cannot resume {out_dir}: {env_id} now reads other data than the run was "
+                f"made with (run: {was}; now: {is_}). Point it at the run's data again "
+                "(data_path / GEM_DATA / GEM_DATA_DIR as in the manifest) or start a new --out"
+            )
 
 
 class _Progress:
@@ -335,6 +513,9 @@ def evaluate(
     system_prompt: str | None = None,
     timeout: float = 120.0,
     max_retries: int = 3,
+    api_key: str | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS,
     out_dir: str | Path | None = None,
     resume: bool = False,
     retry_errors: bool = False,
@@ -375,15 +556,33 @@ def evaluate(
     things (client-side vs server-side chat template), so a run says which it used; the
     manifest pins it and a resume must use the same mode.
 
-    Transient HTTP failures are retried ``max_retries`` times; an episode whose
-    requests still fail (HTTP errors, invalid JSON, no choices, a hung request past
-    ``timeout``), or whose env raises, is recorded with its ``error`` and counted as not
-    solved — the run goes on. Ctrl-C (SIGINT, main thread) stops the run cleanly: finished episodes are
-    kept, the summary is written and ``interrupted`` is set.
+    A run that cannot measure says so, before or while it runs: before the first
+    episode, the endpoint is checked (``GET /models``), one probe request is sent in the
+    chosen mode (a server without token-id completions, e.g. ``transformers serve``, is
+    refused with `EndpointIncompatible` pointing at ``api="chat"``; so is a rejected key
+    or ``extra_body`` field) and one env of each id is built (a missing dataset, a
+    missing optional dependency or a bad ``env_kwargs`` raises here, once). These
+    failures raise; with ``out_dir`` the manifest is left with ``status="failed"`` and
+    the error (such a directory, holding no records, may be reused by a fresh run).
+
+    While it runs: transient HTTP failures are retried ``max_retries`` times; an episode
+    whose requests still fail (HTTP errors, invalid JSON, no choices, a hung request
+    past ``timeout``), or whose env raises, is recorded with its ``error``. Errored
+    episodes measured nothing: the summary counts them apart (``errors``) and computes
+    success over the measured ones. After ``max_consecutive_errors`` errored episodes in
+    a row (a server that died, every request rejected) the run stops: the episodes in
+    flight are abandoned (not recorded), finished ones are kept, and the status is
+    ``failed``; resume it, after fixing the cause, with ``resume=True,
+    retry_errors=True``. Ctrl-C (SIGINT, main thread) stops the run cleanly: finished
+    episodes are kept, the summary is written and ``interrupted`` is set.
 
     With ``out_dir``, writes ``manifest.json`` (at the start, updated at the end),
-    ``episodes.jsonl`` (one record per episode, appended as each finishes),
-    ``summary.json`` and ``summary.md``.
+    ``episodes.jsonl`` (one record per episode, appended as each finishes, sorted by
+    env then index at the end), ``summary.json`` and ``summary.md``. The manifest pins
+    what selects data and grading: the settings, ``GEM_DATA``/``GEM_DATA_DIR``, each
+    env's registration (version, entry point, kwargs) and the rows each env read (source,
+    count, content sha256, under ``data``); a resume refuses any difference, naming it.
+    It keeps the original command line and appends each resume's under ``resumes``.
 
     Args:
         env_ids: one or more registered env ids.
@@ -406,6 +605,13 @@ def evaluate(
         system_prompt: text of a system message before the first observation.
         timeout: seconds per HTTP request.
         max_retries: retries of a request after a transient failure.
+        api_key: sent as ``Authorization: Bearer ...`` (default ``$OPENAI_API_KEY``);
+            never written to the run directory.
+        extra_body: extra JSON fields for every request (e.g. ``{"top_k": 20,
+            "min_p": 0.05}``; a ``None`` value removes a field in ``"chat"`` mode);
+            pinned in the manifest.
+        max_consecutive_errors: stop the run after this many errored episodes in a row
+            (``0``: never stop).
         out_dir: the run directory (``None``: nothing written).
         resume: continue the run in ``out_dir``: episodes already recorded are not run
             again. The pinned settings must match the manifest's; ``episodes`` may grow.
@@ -424,10 +630,15 @@ def evaluate(
     Raises:
         NameNotFound / VersionNotFound: an unknown env id ("did you mean").
         EndpointUnreachable: nothing answers at ``base_url``.
+        EndpointIncompatible: the probe request was refused or misread (e.g. no token-id
+            completions: use ``api="chat"``).
+        DatasetUnavailable / DependencyNotInstalled / InvalidKwarg /
+            EnvConstructionError: an env cannot be built.
         InvalidArgument: a bad setting, an env with images in ``"completions"`` mode
             (use ``api="chat"``), a resume that does not match the run (or asks
             for fewer episodes), an ``out_dir`` that already holds a run without
-            ``resume``, or an ``out_dir`` that cannot be created or written.
+            ``resume``, an ``out_dir`` that cannot be created or written, or a resume
+            whose environment or data differ from the run's.
     """
     from gem_core.registration import spec
 
@@ -446,7 +657,16 @@ def evaluate(
     for w in wrappers:
         _parse_named(w, WRAPPER_NAMES, "wrapper")
     for t in tools:
-        _parse_named(t, TOOL_NAMES, "tool")
+        _check_tool(t)
+    if isinstance(max_consecutive_errors, bool) or not isinstance(max_consecutive_errors, int) \
+            or max_consecutive_errors < 0:
+        raise InvalidArgument(
+            f"max_consecutive_errors must be an int >= 0 (0: never stop), got {max_consecutive_errors!r}"
+        )
+    if extra_body is not None and not isinstance(extra_body, Mapping):
+        raise InvalidArgument(
+            f"extra_body must be a JSON object (dict), e.g. {{\"top_k\": 20}}, got {type(extra_body).__name__}"
+        )
     if retry_errors and not resume:
         raise InvalidArgument("retry_errors=True only applies to a resumed run; pass resume=True too")
     if api not in API_MODES:
@@ -492,16 +712,25 @@ def evaluate(
         "max_turns": max_turns,
         "max_context": max_context,
         "system_prompt": system_prompt,
+        "extra_body": dict(extra_body or {}),
     }
 
     out = Path(out_dir) if out_dir is not None else None
     done: list[dict[str, Any]] = []
-    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    now = _now()
+    created = now
+    this_command = list(command_line) if command_line is not None else list(sys.argv)
+    first_command = this_command
+    resumes: list[dict[str, Any]] = []
+    pinned_data: dict[str, Any] = {}
     if out is not None:
         has_run = (out / rec.MANIFEST_FILE).exists() or (out / rec.RECORDS_FILE).exists()
+        if has_run and not resume and _failed_before_any_episode(out):
+            has_run = False  # a run that failed before its first episode: nothing to mix
         if resume and has_run:
             old = rec.read_manifest(out)
             _check_resume(old.get("config", {}), config, out)
+            _check_resume_environment(old, ids, out)
             ran_before = old.get("config", {}).get("episodes", 0)
             if isinstance(ran_before, int) and episodes < ran_before:
                 raise InvalidArgument(
@@ -510,7 +739,18 @@ def evaluate(
                     f"--episodes {ran_before} or more (or leave it out), or write to a new --out "
                     "directory"
                 )
+            if old.get("gem_core_version") not in (None, _gem_version()):
+                warnings.warn(
+                    f"resuming {out}, begun with gem-core {old.get('gem_core_version')}, with "
+                    f"gem-core {_gem_version()}: the env registrations and data are unchanged "
+                    "(checked), but grading code may differ",
+                    RuntimeWarning, stacklevel=2,
+                )
             created = old.get("created_at", created)
+            first_command = old.get("command_line", first_command)
+            resumes = list(old.get("resumes") or [])
+            resumes.append({"at": now, "command_line": this_command, "gem_core_version": _gem_version()})
+            pinned_data = dict(old.get("data") or {})
             done = rec.read_records(out / rec.RECORDS_FILE)
             if retry_errors:
                 done = [r for r in done if not r.get("error")]
@@ -528,33 +768,19 @@ def evaluate(
     finished = {(r["env_id"], int(r["index"])) for r in done}
     jobs = [j for j in wanted if (j[0], j[1]) not in finished]
 
-    formatter = None
-    if jobs:
-        if policy is None:
-            if not base_url.startswith(("http://", "https://")):
-                raise InvalidArgument(
-                    f"base_url must start with http:// or https://, got {base_url!r} "
-                    "(e.g. http://127.0.0.1:8000/v1)"
-                )
-            check_endpoint(base_url, timeout=min(float(timeout), 10.0))
-        if api == "completions":
-            from gem_core.rl.chat import ChatFormatter
-
-            formatter = ChatFormatter(
-                _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
-            )
-
     manifest: dict[str, Any] = {
         "format": rec.MANIFEST_FORMAT,
         "gem_core_version": _gem_version(),
         "created_at": created,
-        "updated_at": created,
+        "updated_at": now,
         "status": "running",
-        "command_line": list(command_line) if command_line is not None else list(sys.argv),
+        "command_line": first_command,
+        "resumes": resumes,
         "config": config,
         "endpoint": {"base_url": base_url, "api": api,
                      "route": "/chat/completions" if api == "chat" else "/completions",
-                     "timeout_s": timeout, "max_retries": max_retries},
+                     "timeout_s": timeout, "max_retries": max_retries,
+                     "api_key": "set" if (api_key or os.environ.get("OPENAI_API_KEY")) else None},
         "concurrency": concurrency,
         "envs": {e: _env_info(e) for e in ids},
         "seeds": {
@@ -563,37 +789,100 @@ def evaluate(
                     "gem_core.rl.derive_seed(seed, 'sample', env_id, i)",
         },
         "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_tokens,
-                     "stop_token_ids": list(formatter.stop_token_ids) if formatter else None},
+                     "stop_token_ids": None, "extra_body": dict(extra_body or {})},
         "layout": "packed" if api == "completions" else "messages",
         "token_counts": "tokenizer" if api == "completions" else "server usage (null when absent)",
         "stack": {"tools": list(tools), "wrappers": list(wrappers),
                   "order": "make(env_id, **env_kwargs) -> ToolEnvWrapper(tools) -> wrappers in order"},
-        # Where dataset-backed envs took their rows (gem_core.data.load_rows): the same ids
-        # read other data under another GEM_DATA / GEM_DATA_DIR (env_kwargs' data_path is in config).
-        "data_env": {v: os.environ.get(v) for v in ("GEM_DATA", "GEM_DATA_DIR", "HF_HUB_OFFLINE",
-                                                     "HF_DATASETS_OFFLINE")},
+        # What selects the rows of dataset-backed envs (gem_core.data.load_rows): pinned, a
+        # resume under other values is refused (env_kwargs' data_path is in config).
+        "data_env": {v: os.environ.get(v) for v in (*_DATA_VARS, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")},
+        # Where each env's rows came from, with their content hash (filled when envs are built).
+        "data": pinned_data,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": {p: _version(p) for p in ("transformers", "tokenizers", "torch")},
     }
+
+    def save_manifest() -> None:
+        if out is not None:
+            try:
+                rec.write_json(out / rec.MANIFEST_FILE, manifest)
+            except OSError as exc:
+                raise _unwritable(out, exc) from None
+
+    save_manifest()
+
+    shared = _SharedSandbox(concurrency)
+    uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
+
+    def make_env(env_id: str) -> Env:
+        env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
+                        env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
+        return env if api == "chat" else _TextOnly(env, env_id)
+
+    formatter = None
+    own_policy = False
+    prebuilt: dict[str, Env] = {}
+    if jobs:
+        try:
+            if policy is None:
+                if not base_url.startswith(("http://", "https://")):
+                    raise InvalidArgument(
+                        f"base_url must start with http:// or https://, got {base_url!r} "
+                        "(e.g. http://127.0.0.1:8000/v1)"
+                    )
+                check_endpoint(base_url, timeout=min(float(timeout), 10.0))
+            if api == "completions":
+                from gem_core.rl.chat import ChatFormatter
+
+                formatter = ChatFormatter(
+                    _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
+                )
+                manifest["sampling"]["stop_token_ids"] = list(formatter.stop_token_ids)
+            if policy is None:
+                from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy
+
+                client = OpenAIChatPolicy if api == "chat" else OpenAIPolicy
+                policy = client(base_url, model, api_key=api_key, timeout=timeout,
+                                max_retries=max_retries, max_connections=concurrency,
+                                extra_body=dict(extra_body or {}))
+                own_policy = True
+                _probe(policy, api, formatter, base_url, model)
+            # One env per id before any episode: a missing dataset or dependency, or a bad
+            # env_kwargs, is one clear error now instead of an error in every episode.
+            from gem_core.data import recorded_loads
+
+            built: dict[str, Any] = {}
+            for env_id in dict.fromkeys(j[0] for j in jobs):
+                with recorded_loads() as loads:
+                    prebuilt[env_id] = make_env(env_id)
+                built[env_id] = loads
+            _check_data(pinned_data, built, out)
+            manifest["data"] = {**pinned_data, **built}
+        except BaseException as exc:
+            for env in prebuilt.values():
+                env.close()
+            shared.close()
+            if own_policy:
+                policy.close()
+            manifest["status"] = "failed"
+            manifest["error"] = f"{type(exc).__name__}: {exc}"
+            manifest["updated_at"] = _now()
+            save_manifest()
+            raise
     if out is not None:
         try:
             rec.write_records(out / rec.RECORDS_FILE, done)  # drops partial lines and retried errors
-            rec.write_json(out / rec.MANIFEST_FILE, manifest)
+            save_manifest()
         except OSError as exc:
             raise _unwritable(out, exc) from None
 
     ran = 0
-    interrupted = False
+    state = "done"
+    breaker = _Breaker(max_consecutive_errors)
     results = list(done)
     if jobs:
-        own_policy = policy is None
-        if own_policy:
-            from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy
-
-            client = OpenAIChatPolicy if api == "chat" else OpenAIPolicy
-            policy = client(base_url, model, timeout=timeout, max_retries=max_retries,
-                            max_connections=concurrency)
         from gem_core.rl.collect import EpisodeJob, run_jobs
         from gem_core.rl.sampling import derive_seed
         from gem_core.rl.types import Episode
@@ -614,31 +903,33 @@ def evaluate(
 
         def on_done(job: EpisodeJob, ep: Episode) -> None:
             nonlocal ran
+            if breaker.tripped:
+                return  # finished while the run was being stopped: left for the resume
             record = rec.episode_record(ep, index=job.tag, sampling_seed=job.sampling_seed, api=api)
             results.append(record)
             ran += 1
             if sink is not None:
                 rec.append_record(sink, record)
             bar.update(record)
+            breaker.update(record)
 
-        shared = _SharedSandbox(concurrency)
-        uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
-
-        def make_env(env_id: str) -> Env:
-            env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
-                            env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
-            return env if api == "chat" else _TextOnly(env, env_id)
+        def reuse_or_make(env_id: str) -> Env:
+            env = prebuilt.pop(env_id, None)
+            return env if env is not None else make_env(env_id)
 
         episode_jobs = [EpisodeJob(e, s, derive_seed(sampling.seed, "sample", e, i), e, tag=i)
                         for e, i, s in jobs]
         try:
-            interrupted = _run_loop(
-                run_jobs(episode_jobs, play, make_env=make_env, sampling=sampling,
+            state = _run_loop(
+                run_jobs(episode_jobs, play, make_env=reuse_or_make, sampling=sampling,
                          concurrency=concurrency, layout="per_turn" if api == "chat" else "packed",
-                         thread_name="gem-eval-env", on_episode=on_done)
+                         thread_name="gem-eval-env", on_episode=on_done),
+                breaker,
             )
         finally:
             bar.close()
+            for env in prebuilt.values():
+                env.close()
             shared.close()
             if sink is not None:
                 sink.close()
@@ -650,23 +941,131 @@ def evaluate(
     have = {(r["env_id"], int(r["index"])) for r in results}
     missing = [(e, i) for e, i, _ in wanted if (e, i) not in have]
     summary = summarize(results)
-    manifest["status"] = "interrupted" if interrupted else ("complete" if not missing else "partial")
-    manifest["updated_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    errors = _error_counts(results)
+    errored = sum(n for _, n in errors)
+    if state == "aborted":
+        status = "failed"
+        manifest["error"] = (
+            f"stopped after {breaker.limit} consecutive errored episodes; the last: {breaker.tripped}"
+        )
+    elif state == "interrupted":
+        status = "interrupted"
+    elif missing:
+        status = "partial"
+    elif results and errored == len(results):
+        status = "failed"
+        manifest["error"] = f"every episode errored; the most frequent: {errors[0][0]}"
+    elif errored:
+        status = "complete_with_errors"
+    else:
+        status = "complete"
+    if status != "failed":
+        manifest.pop("error", None)
+    manifest["status"] = status
+    manifest["updated_at"] = _now()
     manifest["counts"] = {"wanted": len(wanted), "recorded": len(results), "ran_this_call": ran,
-                          "missing": len(missing)}
+                          "missing": len(missing), "errored": errored,
+                          "measured": len(results) - errored}
     if out is not None:
+        rec.write_records(out / rec.RECORDS_FILE, results)  # sorted by env, then index
         rec.write_json(out / rec.SUMMARY_JSON, summary)
-        (out / rec.SUMMARY_MD).write_text(
+        rec.write_text(
+            out / rec.SUMMARY_MD,
             f"# gem eval: {model}\n\n{summary_markdown(summary)}\n\n"
-            f"Status: {manifest['status']} ({len(results)}/{len(wanted)} episodes). "
-            "Success: 95% Wilson interval; errored episodes count as not solved.\n",
-            encoding="utf-8",
+            f"Status: {status} ({len(results)}/{len(wanted)} episodes recorded, {errored} "
+            "errored). Success: over the measured (non-errored) episodes, with a 95% Wilson "
+            "interval; errored episodes are counted apart.\n",
         )
         rec.write_json(out / rec.MANIFEST_FILE, manifest)
-    result = EvalResult(results, summary, manifest, out, interrupted, ran, missing)
+    result = EvalResult(results, summary, manifest, out, state == "interrupted", ran, missing,
+                        failed=status == "failed", errors=errors)
     if print_summary:
         print(result.table())
     return result
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _failed_before_any_episode(out: Path) -> bool:
+    """The run directory holds a run that failed before recording any episode."""
+    try:
+        manifest = rec.read_manifest(out)
+    except InvalidArgument:
+        return False
+    return manifest.get("status") == "failed" and not rec.read_records(out / rec.RECORDS_FILE)
+
+
+def _error_counts(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.get("error"):
+            counts[str(r["error"])] = counts.get(str(r["error"]), 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+class _Breaker:
+    """Stops a run after ``limit`` errored episodes in a row (``limit == 0``: never)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.streak = 0
+        self.tripped: str | None = None
+        self.stop: Any = None  # set by _run_loop: cancels the run
+
+    def update(self, record: Mapping[str, Any]) -> None:
+        if not record.get("error"):
+            self.streak = 0
+            return
+        self.streak += 1
+        if self.limit and self.streak >= self.limit and self.tripped is None:
+            self.tripped = str(record["error"])
+            if self.stop is not None:
+                self.stop()
+
+
+def _probe(policy: Any, api: str, formatter: Any, base_url: str, model: str) -> None:
+    """One tiny request in the run's mode; refuse a server that cannot serve it."""
+    from gem_core.rl.sampling import PolicyError, SamplingParams
+
+    probe = SamplingParams(temperature=0.0, max_new_tokens=1)
+    try:
+        if api == "chat":
+            policy.chat_sync([{"role": "user", "content": "Say OK."}], probe)
+        else:
+            try:
+                ids = list(formatter.tokenizer.encode("Hello", add_special_tokens=False))
+            except Exception:  # noqa: BLE001 - any token will do for a probe
+                ids = []
+            policy.generate_sync(ids or [0], probe)
+    except PolicyError as exc:
+        text = str(exc)
+        if type(exc).__name__ == "ContextLengthExceeded":
+            return  # it answered in this mode; a 1-token prompt is just odd for it
+        if "gave up after" in text:
+            raise EndpointUnreachable(
+                f"the model endpoint at {base_url} did not answer the probe request ({text}). "
+                "Check that the server is up and --base-url is right"
+            ) from None
+        if any(f"HTTP {code} " in text for code in (401, 403)):
+            raise EndpointIncompatible(
+                f"the server at {base_url} refused the probe request: {text}. Pass its key with "
+                "--api-key (or $OPENAI_API_KEY)"
+            ) from None
+        if api == "completions":
+            raise EndpointIncompatible(
+                f"the server at {base_url} does not serve token-id completions: a probe "
+                f"request (prompt token ids, logprobs, token ids back) to /completions failed: "
+                f"{text}. --api completions needs a vLLM/SGLang-style /v1/completions; for "
+                "other OpenAI-compatible servers (e.g. `transformers serve`, hosted APIs) use "
+                "--api chat (chat messages, no tokenizer)"
+            ) from None
+        raise EndpointIncompatible(
+            f"the server at {base_url} rejected a probe chat request for model {model!r}: "
+            f"{text}. Check --model, --base-url (the API root, e.g. http://HOST:PORT/v1) and "
+            "--extra-body"
+        ) from None
 
 
 def _modalities(env_id: str) -> tuple[str, ...]:
@@ -728,12 +1127,15 @@ def _gem_version() -> str:
     return gem_core.__version__
 
 
-def _run_loop(coro: Any) -> bool:
-    """Run ``coro`` on a fresh loop; return True when SIGINT stopped it."""
+def _run_loop(coro: Any, breaker: _Breaker | None = None) -> str:
+    """Run ``coro`` on a fresh loop; ``"done"``, ``"interrupted"`` (SIGINT) or ``"aborted"``
+    (``breaker`` tripped)."""
     loop = asyncio.new_event_loop()
     task = loop.create_task(coro)
     stopped = threading.Event()
     handled = False
+    if breaker is not None:
+        breaker.stop = task.cancel  # called from an episode callback, on the loop
 
     def on_sigint() -> None:
         stopped.set()
@@ -751,7 +1153,7 @@ def _run_loop(coro: Any) -> bool:
     try:
         loop.run_until_complete(task)
     except asyncio.CancelledError:
-        if not stopped.is_set():
+        if not stopped.is_set() and not (breaker is not None and breaker.tripped):
             raise
     except KeyboardInterrupt:
         stopped.set()
@@ -770,4 +1172,6 @@ def _run_loop(coro: Any) -> bool:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-    return stopped.is_set()
+    if stopped.is_set():
+        return "interrupted"
+    return "aborted" if breaker is not None and breaker.tripped else "done"

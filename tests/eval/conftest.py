@@ -47,7 +47,17 @@ class CompletionsServer:
     ``chat_reply`` is set, with ``chat_reply(messages)`` (usage: word counts of the text;
     a message whose content is a list of parts counts its text parts).
     ``requests`` records the JSON body of each POST, ``paths`` its path, ``answers``
-    each chat answer as ``(request body, response payload)``.
+    each chat answer as ``(request body, response payload)``. The probe request `gem
+    eval` sends before a run (``max_tokens == 1``) goes to ``probes`` instead, is not
+    in ``requests``/``paths`` and takes nothing from ``script``.
+
+    ``headers`` records every POST's headers (probes included).
+    ``token_ids``: how ``/v1/completions`` treats token-id prompts: ``"ok"``, ``"422"``
+    (refused as a validation error, like a server whose prompt must be text, e.g.
+    `transformers serve`), ``"404"`` (no such route) or ``"text"`` (answers text
+    without token ids or logprobs, like a hosted API).
+    `kill` stops the server (connections refused from then on), like a server that dies
+    mid-run.
     """
 
     def __init__(self, policy):
@@ -57,9 +67,13 @@ class CompletionsServer:
         self.paths: list[str] = []
         self.answers: list[tuple[dict, dict]] = []
         self.chat_reply = None
+        self.probes: list[dict] = []
+        self.headers: list[dict] = []
+        self.token_ids = "ok"
         self.delay = 0.0
         self.release = threading.Event()
         self.lock = threading.Lock()
+        self.killed = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -74,9 +88,25 @@ class CompletionsServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
-                    server.requests.append(body)
-                    server.paths.append(self.path)
-                    mode = server.script.pop(0) if server.script else "ok"
+                    server.headers.append(dict(self.headers))
+                is_chat = self.path.rstrip("/").endswith("/chat/completions")
+                if not is_chat and isinstance(body.get("prompt"), list) and server.token_ids != "ok":
+                    if server.token_ids == "404":
+                        return self.reply(404, b'{"detail": "Not Found"}')
+                    if server.token_ids == "422":
+                        return self.reply(422, json.dumps({"detail": [{
+                            "type": "string_type", "loc": ["body", "prompt"],
+                            "msg": "Input should be a valid string"}]}).encode())
+                    return self.reply(200, json.dumps({"object": "text_completion", "choices": [{
+                        "index": 0, "text": "Hi", "finish_reason": "length", "logprobs": None}]}).encode())
+                with server.lock:
+                    if body.get("max_tokens") == 1:
+                        server.probes.append(body)
+                        mode = "ok"
+                    else:
+                        server.requests.append(body)
+                        server.paths.append(self.path)
+                        mode = server.script.pop(0) if server.script else "ok"
                 if server.delay:
                     time.sleep(server.delay)
                 if mode == "hang":
@@ -115,7 +145,9 @@ class CompletionsServer:
                     return self.reply(400, json.dumps({"object": "error", "message": msg}).encode())
                 if mode == "nomessage":
                     return self.reply(200, b'{"choices": [{"index": 0, "text": "hi"}]}')
-                if mode == "empty":
+                if body.get("max_tokens") == 1:  # gem eval's probe
+                    text, reason, usage = "OK", "length", {"prompt_tokens": 3, "completion_tokens": 1}
+                elif mode == "empty":
                     text, reason, usage = "", "stop", {"prompt_tokens": 3, "completion_tokens": 0}
                 elif server.chat_reply is not None:
                     text = server.chat_reply(body["messages"])
@@ -142,6 +174,8 @@ class CompletionsServer:
                     "finish_reason": reason}]}
                 if mode != "nousage":
                     payload["usage"] = {**usage, "total_tokens": sum(usage.values())}
+                if body.get("max_tokens") == 1:
+                    return self.reply(200, json.dumps(payload).encode())
                 with server.lock:
                     server.answers.append((body, payload))
                 self.reply(200, json.dumps(payload).encode())
@@ -164,10 +198,16 @@ class CompletionsServer:
         self.thread.start()
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
+    def kill(self):
+        """Stop serving: from now on connections are refused (a server that died)."""
+        if not self.killed:
+            self.killed = True
+            self.release.set()
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
     def close(self):
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.kill()
 
 
 @pytest.fixture

@@ -94,7 +94,8 @@ def test_resume_may_add_episodes_but_not_drop_them(tmp_path):
         evaluate(ECHO, episodes=2, policy=Reply(), out_dir=out, resume=True, **KW)
     grown = evaluate(ECHO, episodes=6, policy=Reply(), out_dir=out, resume=True, **KW)
     assert grown.ran == 2 and grown.summary[ECHO]["episodes"] == 6
-    assert grown.manifest["counts"] == {"wanted": 6, "recorded": 6, "ran_this_call": 2, "missing": 0}
+    assert grown.manifest["counts"] == {"wanted": 6, "recorded": 6, "ran_this_call": 2, "missing": 0,
+                                        "errored": 0, "measured": 6}
 
 
 def test_an_out_directory_that_cannot_be_created_is_a_clear_error(tmp_path, capsys):
@@ -143,7 +144,7 @@ def test_an_env_that_raises_in_reset_flags_its_episode_and_the_run_goes_on(
 ):
     res = evaluate(failing_env_id, episodes=5, concurrency=concurrency, policy=Reply(),
                    out_dir=tmp_path / f"c{concurrency}", **KW)
-    assert res.ran == 5 and not res.missing and res.manifest["status"] == "complete"
+    assert res.ran == 5 and not res.missing and res.manifest["status"] == "complete_with_errors"
     by_index = {r["index"]: r for r in res.records}
     for i in (1, 3):
         assert by_index[i]["error"] == f"env.reset: RuntimeError: cannot load task {i}"
