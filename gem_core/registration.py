@@ -240,7 +240,11 @@ def register(
     """Register an env id.
 
     Args:
-        id: ``category:Name-vN[-variant]``.
+        id: ``category:Name-vN[-variant]`` (the version part may be left out, as in
+            ``rg:letter_counting``): a category is required, the name and variant are
+            letters, digits, ``_ . +`` in ``-``-separated segments, and the version is a
+            number without leading zeros (``v01`` and ``v1`` would be the same version).
+            Anything else raises `RegistrationError`.
         entry_point: ``"package.module:Class"`` (imported lazily by `make`) or a callable.
         kwargs: default constructor arguments.
         max_turns: turn limit (``truncated=True`` when reached).
@@ -254,6 +258,7 @@ def register(
     Returns:
         The new `EnvSpec`.
     """
+    _check_registered_id(id)
     env_spec = EnvSpec(
         id=id,
         entry_point=entry_point,
@@ -271,6 +276,22 @@ def register(
         )
     dict.__setitem__(registry, id, env_spec)
     return env_spec
+
+
+def _check_registered_id(env_id: Any) -> None:
+    """What `register` adds to `parse_env_id`: a category, and a canonical version number."""
+    category, name, version, variant = parse_env_id(env_id)
+    if category is None:
+        raise RegistrationError(
+            f"env id {env_id!r} has no category: register ids as 'category:Name-vN[-variant]', "
+            f"e.g. 'mypkg:{name}-v0' (the category groups ids in `gem list` and names the family)"
+        )
+    written = ENV_ID_RE.fullmatch(env_id)["version"]  # parse_env_id matched it
+    if written is not None and written != str(version):
+        raise RegistrationError(
+            f"env id {env_id!r}: the version must be written without leading zeros "
+            f"(-v{version}), so that one version has one id"
+        )
 
 
 def load_plugins() -> None:
@@ -342,6 +363,44 @@ def spec(env_id: str) -> EnvSpec:
     return found
 
 
+# make()'s own keyword arguments: offered as "did you mean" for a constructor kwarg too.
+_MAKE_KWARGS = ("max_turns", "disable_env_checker", "wrappers")
+
+
+def _accepted_kwargs(factory: Callable[..., Any]) -> set[str]:
+    """The keyword arguments ``factory`` names, following ``**kwargs`` up a class's
+    ``__init__`` chain (for suggestions only: a chain may forward anything)."""
+    targets: list[Any] = [factory]
+    if inspect.isclass(factory):
+        targets = [k.__init__ for k in factory.__mro__ if "__init__" in vars(k) and k is not object]
+    names: set[str] = set()
+    for target in targets:
+        try:
+            params = list(inspect.signature(target).parameters.values())
+        except (TypeError, ValueError):
+            break
+        names |= {
+            p.name
+            for p in params
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        }
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            break
+    names.discard("self")
+    return names
+
+
+def _unknown_kwargs(env_id: str, unknown: Sequence[str], accepted: set[str]) -> InvalidKwarg:
+    candidates = sorted(accepted | set(_MAKE_KWARGS))
+    close = {k: difflib.get_close_matches(k, candidates, n=1) for k in unknown}
+    hints = "; ".join(f"did you mean {v[0]!r} for {k!r}?" for k, v in close.items() if v)
+    return InvalidKwarg(
+        f"env {env_id!r} got unknown keyword argument(s) {', '.join(map(repr, unknown))}. "
+        f"It accepts: {', '.join(sorted(accepted)) or '(none)'} (and make()'s "
+        f"{', '.join(_MAKE_KWARGS)})." + (f" {hints}" if hints else "")
+    )
+
+
 def _check_kwargs(env_id: str, factory: Callable[..., Any], kwargs: dict[str, Any]) -> None:
     try:
         sig = inspect.signature(factory)
@@ -349,7 +408,7 @@ def _check_kwargs(env_id: str, factory: Callable[..., Any], kwargs: dict[str, An
         return
     params = sig.parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
+        return  # a refused one is caught when the constructor raises (`_refused_kwarg`)
     accepted = {
         p.name
         for p in params
@@ -357,12 +416,23 @@ def _check_kwargs(env_id: str, factory: Callable[..., Any], kwargs: dict[str, An
     }
     unknown = sorted(set(kwargs) - accepted)
     if unknown:
-        close = {k: difflib.get_close_matches(k, accepted, n=1) for k in unknown}
-        hints = "; ".join(f"did you mean {v[0]!r} for {k!r}?" for k, v in close.items() if v)
-        raise InvalidKwarg(
-            f"env {env_id!r} got unknown keyword argument(s) {', '.join(map(repr, unknown))}. "
-            f"It accepts: {', '.join(sorted(accepted)) or '(none)'}." + (f" {hints}" if hints else "")
-        )
+        raise _unknown_kwargs(env_id, unknown, accepted)
+
+
+def _refused_kwarg(env_id: str, factory: Any, kwargs: dict[str, Any], exc: TypeError) -> InvalidKwarg | None:
+    """An `InvalidKwarg` (with "did you mean") when ``exc`` is a constructor up the
+    ``**kwargs`` chain refusing one of ``kwargs``; else ``None``."""
+    text = str(exc)
+    marker = "unexpected keyword argument '"
+    at = text.find(marker)
+    if at < 0:
+        return None
+    start = at + len(marker)
+    end = text.find("'", start)
+    name = text[start:end] if end > start else ""
+    if name not in kwargs:
+        return None
+    return _unknown_kwargs(env_id, [name], _accepted_kwargs(factory) - {name})
 
 
 def make(
@@ -419,6 +489,9 @@ def make(
             e.add_note(f"(while making env {env_spec.id!r} with kwargs {all_kwargs!r})")
         raise
     except Exception as e:
+        refused = _refused_kwarg(env_spec.id, factory, all_kwargs, e) if isinstance(e, TypeError) else None
+        if refused is not None:
+            raise refused from e
         raise EnvConstructionError(
             f"constructing env {env_spec.id!r} with kwargs {all_kwargs!r} failed: "
             f"{type(e).__name__}: {e}"

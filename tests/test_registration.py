@@ -231,8 +231,58 @@ def test_invalid_kwarg_names_env_and_kwarg():
         gem_core.make("toy:Echo-v0", word_lenght=3)
     assert str(info.value) == (
         "env 'toy:Echo-v0' got unknown keyword argument(s) 'word_lenght'. "
-        "It accepts: format_penalty, word_length. did you mean 'word_length' for 'word_lenght'?"
+        "It accepts: format_penalty, word_length (and make()'s max_turns, disable_env_checker, "
+        "wrappers). did you mean 'word_length' for 'word_lenght'?"
     )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwarg", "hint"),
+    [
+        # make()'s own argument, for an env whose constructor does not take it
+        ("toy:Echo-v0", "max_turn", "did you mean 'max_turns' for 'max_turn'?"),
+        # a constructor taking **kwargs up to a base class that refuses the name
+        ("game:GuessTheNumber-v0-easy", "max_turn", "did you mean 'max_turns' for 'max_turn'?"),
+        ("game:GuessTheNumber-v0-easy", "min_numbr", "did you mean 'min_number' for 'min_numbr'?"),
+    ],
+)
+def test_unknown_kwargs_get_did_you_mean(env_id, kwarg, hint):
+    with pytest.raises(InvalidKwarg, match=f"got unknown keyword argument.*'{kwarg}'") as info:
+        gem_core.make(env_id, **{kwarg: 3})
+    assert hint in str(info.value) and env_id in str(info.value)
+
+
+def test_a_type_error_inside_a_constructor_is_not_taken_for_a_bad_kwarg(temp_ids):
+    def factory(**kwargs):
+        return dict(**{"x": 1}, x=2)  # TypeError, but not about the caller's kwargs
+
+    _register(temp_ids, "test:TypeErr-v0", factory)
+    with pytest.raises(EnvConstructionError, match="TypeError"):
+        gem_core.make("test:TypeErr-v0", y=1)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "message"),
+    [
+        ("NoCategory-v1", "has no category: register ids as 'category:Name-vN\\[-variant\\]'"),
+        ("Plain", "has no category"),
+        ("test:Zero-v01", "the version must be written without leading zeros \\(-v1\\)"),
+        ("test:Zero-v00-easy", "without leading zeros \\(-v0\\)"),
+        ("test:bad id-v0", "malformed env id"),
+    ],
+)
+def test_register_validates_ids_as_documented(temp_ids, env_id, message):
+    with pytest.raises(RegistrationError, match=message):
+        gem_core.register(env_id, GenericTestEnv)
+    assert env_id not in gem_core.registry
+    # Lookup still parses such ids (and says they are not registered).
+    with pytest.raises(NameNotFound):
+        gem_core.spec(env_id)
+
+
+def test_register_accepts_the_documented_forms(temp_ids):
+    for env_id in ("test:Form-v0", "test:Form-v10-hard-x", "test:no_version", "test:Form-d0"):
+        _register(temp_ids, env_id)
 
 
 def test_failing_constructor_names_id_and_kwargs_and_chains_the_cause():
