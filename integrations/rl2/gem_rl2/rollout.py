@@ -275,6 +275,8 @@ def fill_head_sample(sample: Any, episode: Episode, tokenizer: Any, *, with_logp
     ``action_mask`` 1 on them, ``logps`` the server's log-probs, ``rewards`` each turn's
     credited reward on its last generated id (`gem_core.rl.packing`). ``metrics``:
     ``turns``, ``rewards`` (the episode return, not RL2's last-reward sum), ``success``.
+    ``state_text`` is the first prompt and ``action_text`` the rest of the first sample
+    (what RL2 prints and saves).
     """
     from RL2.datasets import rl as rl2_data
 
@@ -299,10 +301,9 @@ def fill_head_sample(sample: Any, episode: Episode, tokenizer: Any, *, with_logp
         )
     sample.state_dicts = state_dicts
     sample.state_dict = state_dicts[-1]
-    first = state_dicts[0]
-    k = first["action_mask"].index(1) if 1 in first["action_mask"] else len(first["states"])
-    sample.state_text = tokenizer.decode(first["states"][:k], skip_special_tokens=False)
-    sample.action_text = tokenizer.decode(first["states"][k:], skip_special_tokens=False)
+    first = pack_turns(samples[0], label=label)
+    sample.state_text = tokenizer.decode(first.prompt_ids, skip_special_tokens=False)
+    sample.action_text = tokenizer.decode(first.response_ids, skip_special_tokens=False)
     sample.turn = episode.num_turns
     sample.metrics["turns"].append(episode.num_turns)
     sample.metrics["rewards"].append(float(episode.episode_return))

@@ -93,12 +93,13 @@ def play(rollout: Any, data: list[dict[str, Any]], step: int = 1) -> tuple[dict[
         loop.close()
 
 
-def read_back(tensor_dict: dict[str, Any], cu_seqs: Any) -> list[PackedEpisode]:
+def read_back(tensor_dict: dict[str, Any], cu_seqs: Any, prompt_lengths: list[int] | None = None) -> list[PackedEpisode]:
     """One `PackedEpisode` per trajectory from RL2's tensors (one sequence each).
 
     RL2 stores ``states[:-1]``, ``actions[1:]``, ``action_mask[1:]``, ``rewards[1:]`` and
     ``llm_logps[1:]`` of each sequence (right-padded); the sequence ends with its last
-    action token.
+    action token. RL2 has no prompt/response split: the prompt is the tokens before the
+    first action, or ``prompt_lengths[i]`` tokens (a first turn that generated nothing).
     """
     rows = []
     bounds = [int(x) for x in cu_seqs]
@@ -109,7 +110,7 @@ def read_back(tensor_dict: dict[str, Any], cu_seqs: Any) -> list[PackedEpisode]:
         states = [*tensor_dict["states"][a][:n].tolist(), int(tensor_dict["actions"][a][n - 1])]
         rewards = [0.0, *tensor_dict["rewards"][a][:n].tolist()]
         logps = [0.0, *tensor_dict["llm_logps"][a][:n].tolist()]
-        k = mask.index(1)
+        k = mask.index(1) if prompt_lengths is None else int(prompt_lengths[len(rows)])
         rows.append(
             PackedEpisode(
                 prompt_ids=states[:k],
