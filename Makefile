@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2
 
 # The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
 # gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
@@ -33,6 +33,18 @@ TRL_PY := $(TRL_VENV)/bin/python
 TRL_DEPS := $(TRL_DIR)/requirements-test.txt $(TRL_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
 TRL_STAMP_KEY := $(shell cat $(TRL_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 TRL_STAMP := $(TRL_VENV)/.installed-$(TRL_STAMP_KEY)
+
+# The RL2 adapter's own venv (integrations/rl2): rl-square 0.0.2 pins torch 2.8, SGLang and
+# flash-attn, so it is installed --no-deps (requirements-nodeps.txt) over its CPU-installable
+# requirements (requirements-test.txt, with the shared CPU-torch constraints). Keyed by a hash
+# of both requirement files, its pyproject, the core's pyproject, the constraints and the
+# clone's location. RL2 HEAD (source only) is tested when GEM_RL2_SRC names a checkout.
+RL2_DIR := integrations/rl2
+RL2_VENV ?= $(GEM_CACHE)/venv-rl2
+RL2_PY := $(RL2_VENV)/bin/python
+RL2_DEPS := $(RL2_DIR)/requirements-test.txt $(RL2_DIR)/requirements-nodeps.txt $(RL2_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+RL2_STAMP_KEY := $(shell cat $(RL2_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+RL2_STAMP := $(RL2_VENV)/.installed-$(RL2_STAMP_KEY)
 
 $(STAMP): pyproject.toml
 	@mkdir -p "$(GEM_CACHE)"
@@ -64,6 +76,17 @@ $(TRL_STAMP): $(TRL_DEPS)
 
 venv-trl: $(TRL_STAMP)
 
+$(RL2_STAMP): $(RL2_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(RL2_PY)" || $(PYTHON) -m venv "$(RL2_VENV)"
+	"$(RL2_PY)" -m pip install --quiet --upgrade pip
+	cd $(RL2_DIR) && "$(RL2_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -e ../.. -e .
+	cd $(RL2_DIR) && "$(RL2_PY)" -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	@rm -f "$(RL2_VENV)"/.installed-*
+	@touch "$(RL2_STAMP)"
+
+venv-rl2: $(RL2_STAMP)
+
 # bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
 # exists (as root or through sudo); elsewhere install it with your package manager. Without
 # it the sandbox falls back to weaker isolation with a warning, and the tests that need it
@@ -85,7 +108,7 @@ demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 # The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl test-trl
+test: test-core test-verl test-trl test-rl2
 
 test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
@@ -96,6 +119,9 @@ test-verl: $(VERL_STAMP)
 test-trl: $(TRL_STAMP)
 	cd $(TRL_DIR) && "$(TRL_PY)" -m pytest -q $(PYTEST_ARGS)
 
+test-rl2: $(RL2_STAMP)
+	cd $(RL2_DIR) && "$(RL2_PY)" -m pytest -q $(PYTEST_ARGS)
+
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
 
@@ -103,4 +129,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)"
