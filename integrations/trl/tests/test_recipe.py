@@ -1,0 +1,46 @@
+"""``recipes/trl_rebn.py --model tiny`` end to end on a tiny budget: the summary and the curve it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl", reason="gem-trl's tests need TRL installed (make test-trl builds its venv)")
+
+RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "trl_rebn.py"
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(RECIPE), *args], capture_output=True, text=True, timeout=300, cwd=str(cwd)
+    )
+
+
+def test_the_tiny_recipe_trains_and_writes_its_summary(tmp_path) -> None:
+    out = _run(
+        "--model", "tiny", "--output_dir", str(tmp_path), "--run_name", "smoke", "--max_steps", "2",
+        "--per_device_train_batch_size", "8", "--num_generations", "4", "--format_warmup_steps", "2",
+        "--warmup_episodes", "8", "--eval_episodes", "4", "--eval_every", "1", "--train_seeds", "16",
+        "--threads", "1", "--disable_tqdm", "true", "--gamma", "0.8",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = tmp_path / "smoke"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 2
+    assert set(summary["eval"]) == {"random", "oracle", "untrained", "warmed_up", "trained"}
+    assert summary["args"]["config"]["gamma"] == 0.8
+    assert [e["step"] for e in summary["evals"]] == [1, 2]
+    assert "gem/success_rate" in summary["final_train"] and summary["wall_time_s"] > 0
+    assert (run / "learning_curve.png").stat().st_size > 1000
+    logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert sum("gem/success_rate" in h for h in logged) == 2, "TRL's log history lacks the gem/ metrics"
+
+
+def test_a_bad_history_is_refused(tmp_path) -> None:
+    out = _run("--history", "none", "--output_dir", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 2 and "--history must be 'summary' or 'chat', got 'none'" in out.stderr
