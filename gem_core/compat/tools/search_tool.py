@@ -27,14 +27,27 @@ class SearchTool(_NativeSearchTool):
         search_url: the retrieval server endpoint.
         topk: passages per query.
         timeout: seconds per HTTP attempt.
+        encoding: request body, ``"msgpack"`` (the reference server's) or ``"json"``
+            (Search-R1 style servers; not in the reference).
+
+    Raises:
+        DependencyNotInstalled: msgpack requests without ``msgpack``/``msgspec`` installed.
     """
 
     tool_type = "search"
 
-    def __init__(self, num_workers: int = 1, search_url: str | None = None, topk: int = 3, timeout: float = 5):
+    def __init__(
+        self,
+        num_workers: int = 1,
+        search_url: str | None = None,
+        topk: int = 3,
+        timeout: float = 5,
+        *,
+        encoding: str = "msgpack",
+    ):
         url = search_url or os.environ.get("SEARCH_URL") or None
         if url:
-            super().__init__(search_url=url, topk=topk, timeout=timeout, encoding="msgpack")
+            super().__init__(search_url=url, topk=topk, timeout=timeout, encoding=encoding)
         else:
             logger.warning(
                 "SearchTool: no search_url and $SEARCH_URL is unset; searching gem_core's demo corpus"
