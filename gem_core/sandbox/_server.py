@@ -17,11 +17,20 @@
 # environment and fresh stdio pipes, then runs the code. The zygote enforces the wall
 # clock, reads output with a head+tail byte cap and, afterwards, kills every process the
 # execution left behind (the whole pid namespace when it has one).
+#
+# When the code is done, the child closes its stdout/stderr and writes its exit code on a
+# status pipe before it exits: the zygote answers on that, without waiting for the
+# kernel to tear the child's address space down (about 1 ms of CPU with numpy loaded);
+# it reaps the child afterwards, off the critical path. A child that dies without saying
+# (a signal, os._exit) is seen through its pidfd / waitpid as before. Code that writes on
+# that pipe itself only ends its own run early with an exit code of its choosing, which
+# it could do anyway (``os._exit``).
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -34,6 +43,7 @@ import time
 import traceback  # imported here, not per execution: children fork with it loaded
 
 _HEADER = struct.Struct(">I")
+_STATUS_FD_MIN = 900  # where the child keeps its status pipe: out of the way of the code's fds
 _DRAIN_S = 0.2  # how long stragglers holding a pipe may delay a result (no pid namespace)
 
 
@@ -211,6 +221,27 @@ def _mount_points():
     return points
 
 
+def _address_space():
+    """Bytes of address space this process maps now (``VmSize``), 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _exit_code(status):
+    """An exit code of `ExecResult` from a wait status: the code, or minus the signal."""
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return -1
+
+
 class _Capture:
     """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest."""
 
@@ -270,6 +301,8 @@ class Zygote:
         self.env = dict(config["env"])
         self.limits = config["limits"]
         self.spare = None
+        self.base_address_space = 0  # the preloaded zygote's (runs get memory_bytes on top)
+        self.unreaped = None  # the last run's child: it reported its status and is exiting
         self.keep = self._keep_sets()
 
     # ------------------------------------------------------------------ child side
@@ -277,13 +310,18 @@ class Zygote:
     def _child(self, fds, workdir):
         """A spare child: set itself up, then wait on fd 3 for the one request it runs."""
         try:
-            stdin_r, stdout_w, stderr_w, ctrl_r = fds
+            stdin_r, stdout_w, stderr_w, ctrl_r, status_w = fds
+            me = os.getpid()
             os.setsid()
             os.dup2(stdin_r, 0)
             os.dup2(stdout_w, 1)
             os.dup2(stderr_w, 2)
             os.dup2(ctrl_r, 3)
-            os.closerange(4, 1 << 16)
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            low = _STATUS_FD_MIN if soft == resource.RLIM_INFINITY or soft > _STATUS_FD_MIN + 1 else 4
+            status_fd = fcntl.fcntl(status_w, fcntl.F_DUPFD_CLOEXEC, max(low, status_w + 1))
+            os.closerange(4, status_fd)
+            os.closerange(status_fd + 1, 1 << 16)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             try:  # under a memory cgroup, the OOM killer takes a run's processes, not the zygote
@@ -296,8 +334,9 @@ class Zygote:
                 os.setgid(self.drop_uid)
                 os.setuid(self.drop_uid)
             lim = self.limits
+            address_space = lim["memory_bytes"] + self.base_address_space
             settings = [
-                (resource.RLIMIT_AS, lim["memory_bytes"], lim["memory_bytes"]),
+                (resource.RLIMIT_AS, address_space, address_space),
                 (resource.RLIMIT_NPROC, lim["nproc"], lim["nproc"]),
                 (resource.RLIMIT_FSIZE, lim["fsize_bytes"], lim["fsize_bytes"]),
                 (resource.RLIMIT_NOFILE, lim["nofile"], lim["nofile"]),
@@ -331,7 +370,15 @@ class Zygote:
         except BaseException as e:  # the sandbox itself failed to set up: say so on stderr
             os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(126)
-        os._exit(self._exec(req["code"], req.get("prelude") or []))
+        status = self._exec(req["code"], req.get("prelude") or [])
+        if os.getpid() == me:  # not a process the code forked, returning here too
+            try:  # EOF and the exit code for the zygote now, before the exit's teardown
+                os.close(1)
+                os.close(2)
+                os.write(status_fd, b"%d\n" % status)
+            except BaseException:
+                pass
+        os._exit(status)
 
     @staticmethod
     def _exec(code, prelude):
@@ -535,6 +582,7 @@ class Zygote:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         ctrl_r, ctrl_w = os.pipe2(os.O_CLOEXEC)
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
         for fd in (out_r, err_r):
             try:
                 fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups for big outputs
@@ -543,15 +591,15 @@ class Zygote:
         workdir = os.path.join(self.base_dir, f"run-{os.getpid()}-{time.monotonic_ns()}")
         pid = os.fork()
         if pid == 0:
-            self._child((in_r, out_w, err_w, ctrl_r), workdir)
-        for fd in (in_r, out_w, err_w, ctrl_r):
+            self._child((in_r, out_w, err_w, ctrl_r, status_w), workdir)
+        for fd in (in_r, out_w, err_w, ctrl_r, status_w):
             os.close(fd)
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
         self.spare = {"pid": pid, "in_w": in_w, "out_r": out_r, "err_r": err_r, "ctrl_w": ctrl_w,
-                      "pidfd": pidfd, "workdir": workdir}
+                      "status_r": status_r, "pidfd": pidfd, "workdir": workdir}
 
     def _drop_spare(self):
         spare, self.spare = self.spare, None
@@ -565,7 +613,7 @@ class Zygote:
             os.waitpid(spare["pid"], 0)
         except ChildProcessError:
             pass
-        for key in ("in_w", "out_r", "err_r", "ctrl_w", "pidfd"):
+        for key in ("in_w", "out_r", "err_r", "ctrl_w", "status_r", "pidfd"):
             if spare[key] is not None:
                 os.close(spare[key])
         remove_path(spare["workdir"])
@@ -581,7 +629,7 @@ class Zygote:
             self._prepare()
         spare, self.spare = self.spare, None
         pid, in_w, pidfd, workdir = spare["pid"], spare["in_w"], spare["pidfd"], spare["workdir"]
-        out_r, err_r = spare["out_r"], spare["err_r"]
+        out_r, err_r, status_r = spare["out_r"], spare["err_r"], spare["status_r"]
         limit = int(self.limits["max_output_bytes"])
         out, err = _Capture(limit), _Capture(limit)
         try:
@@ -603,19 +651,21 @@ class Zygote:
             in_w = -1
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
-        status = None
+        poller.register(status_r, select.POLLIN)
+        exit_code = None  # known once the child reported it (status pipe) or was reaped
+        reaped = False
         timed_out = False
         drain_until = None
-        while readers:
+        while readers or exit_code is None:
             now = time.monotonic()
-            if status is None and now >= deadline:
+            if exit_code is None and now >= deadline:
                 timed_out = True
                 break
             if drain_until is not None and now >= drain_until:
                 break
             until = deadline if drain_until is None else min(drain_until, deadline)
             wait_ms = max(0, int((until - now) * 1000) + 1)
-            if pidfd is None and status is None:
+            if pidfd is None and exit_code is None:
                 wait_ms = min(wait_ms, 10)
             events = poller.poll(wait_ms)
             for fd, _ in events:
@@ -623,6 +673,19 @@ class Zygote:
                     poller.unregister(pidfd)
                     os.close(pidfd)
                     pidfd = None
+                elif fd == status_r:
+                    try:
+                        said = os.read(status_r, 64)
+                    except OSError:
+                        said = b""
+                    poller.unregister(status_r)
+                    os.close(status_r)
+                    status_r = -1
+                    code = said[:-1] if said.endswith(b"\n") else b""
+                    if exit_code is None and code.isdigit() and len(code) <= 3 and int(code) <= 255:
+                        exit_code = int(code)  # the child is exiting: leftovers go now
+                        self._kill_leftovers(pid)
+                        drain_until = time.monotonic() + _DRAIN_S
                 elif fd == in_w:
                     try:
                         pending = pending[os.write(in_w, pending):]
@@ -642,28 +705,24 @@ class Zygote:
                         poller.unregister(fd)
                         os.close(fd)
                         del readers[fd]
-            if status is None:
+            if exit_code is None:
                 done, raw = os.waitpid(pid, os.WNOHANG)
                 if done:
-                    status = raw
+                    exit_code, reaped = _exit_code(raw), True
                     # The child is gone: whatever still holds its pipes is a leftover.
                     self._kill_leftovers(pid)
                     drain_until = time.monotonic() + _DRAIN_S
         self._kill_leftovers(pid)
-        if status is None:
-            _, status = os.waitpid(pid, 0)
-        for fd in list(readers) + [in_w] + ([pidfd] if pidfd is not None else []):
+        if exit_code is None:  # timed out: killed just now
+            exit_code, reaped = _exit_code(os.waitpid(pid, 0)[1]), True
+        if not reaped:
+            self.unreaped = pid  # killed, exiting: reaped after the reply
+        for fd in list(readers) + [in_w, status_r] + ([pidfd] if pidfd is not None else []):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-        if os.WIFEXITED(status):
-            exit_code = os.WEXITSTATUS(status)
-        elif os.WIFSIGNALED(status):
-            exit_code = -os.WTERMSIG(status)
-        else:
-            exit_code = -1
         reply = {
             "stdout": out.text(),
             "stderr": err.text(),
@@ -681,6 +740,12 @@ class Zygote:
         then replaces it). Never raises: nothing a run leaves behind may kill the worker.
         """
         try:
+            pid, self.unreaped = self.unreaped, None
+            if pid is not None:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
             self._reap(time.monotonic() + 1.0)
             dirty = self._cleanup_files(workdir) or self._remove_ipc()
             if dirty is None:
@@ -719,6 +784,7 @@ class Zygote:
                 self.preloaded.append(name)
             except Exception:
                 pass
+        self.base_address_space = _address_space()
 
 
 def main():
@@ -739,6 +805,10 @@ def main():
         pass
     zygote = Zygote(config, proto_in, proto_out)
     zygote.preload()
+    # Out of the cyclic collector's reach from now on: a collection in a forked child
+    # would otherwise walk (and so copy) every page of the preloaded heap.
+    gc.collect()
+    gc.freeze()
     try:
         zygote.serve()
     except OSError as e:
