@@ -13,20 +13,31 @@ resolves a source in this order:
    with ``/`` replaced by ``__`` (``$GEM_DATA_DIR/axon-rl__GSM-8k/train.jsonl``).
 3. ``$GEM_DATA=sample``: every env uses its shipped sample (tests, demos, offline CI).
 4. The hub dataset the reference GEM uses for the same env id, through the ``datasets``
-   library, unless ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` is set.
+   library, unless ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` is set. Before the first hub
+   load of a process, one short request (``GEM_HUB_PROBE_TIMEOUT``, default 3 s) checks
+   that the hub (``$HF_ENDPOINT``, default https://huggingface.co) answers; when it does
+   not, the process switches the hub libraries to offline mode (only their local cache is
+   read), so a machine without network fails in seconds instead of after the libraries'
+   retries.
 
 When nothing resolves, `DatasetUnavailable` names the env id, the dataset and both ways
 to point at a local copy. Rows are cached per process by (source, split): every env of
 one id shares one list, loaded once even when several threads ask at the same time (the
 reference GEM re-loads the dataset in each env).
+
+`recorded_loads` tells a caller (``gem eval``'s manifest) where the rows it loaded came
+from, with a content hash of the rows, so a resumed run can refuse other data.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +50,7 @@ __all__ = [
     "dataset_dir_name",
     "load_rows",
     "read_local",
+    "recorded_loads",
 ]
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
@@ -47,6 +59,9 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 _CACHE: dict[tuple[str, str], list[dict[str, Any]]] = {}
 _LOCK = threading.Lock()  # guards _CACHE and _LOADING
 _LOADING: dict[tuple[str, str], threading.Lock] = {}  # one per key: a dataset loads once
+_PROVENANCE: dict[tuple[str, str], dict[str, Any]] = {}  # filled on demand (recorded_loads)
+_RECORDING = threading.local()
+_HUB_STATE: dict[str, Any] = {}  # the reachability probe's verdict, once per process
 
 
 class DatasetUnavailable(Error, FileNotFoundError):
@@ -62,6 +77,7 @@ def clear_cache() -> None:
     """Forget every loaded dataset (tests; a long-lived process that changed its files)."""
     with _LOCK:
         _CACHE.clear()
+        _PROVENANCE.clear()
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -201,7 +217,91 @@ def load_rows(
             f"{env_id}: rows of {source} (split {split!r}) lack the column(s) {missing}; "
             f"columns found: {sorted(rows[0])}"
         )
+    found = getattr(_RECORDING, "found", None)
+    if found is not None:
+        found.append(_provenance(key, dataset, rows))
     return rows
+
+
+@contextlib.contextmanager
+def recorded_loads() -> Iterator[list[dict[str, Any]]]:
+    """Collect where the rows of each `load_rows` call made by this thread meanwhile came from.
+
+    Yields a list that receives, per call, ``{"dataset", "split", "source", "rows",
+    "sha256"}``: ``source`` is ``"path:DIR_OR_FILE"``, ``"sample:DIR"`` or
+    ``"hub:NAME"``; ``sha256`` hashes the rows' content (canonical JSON, bytes by their
+    own hash), so it changes with the data whatever the source — a hub revision, an
+    edited file, another ``GEM_DATA``. Computed once per dataset and process.
+    """
+    found: list[dict[str, Any]] = []
+    outer = getattr(_RECORDING, "found", None)
+    _RECORDING.found = found
+    try:
+        yield found
+    finally:
+        _RECORDING.found = outer
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes_sha256": hashlib.sha256(bytes(value)).hexdigest()}
+    return repr(value)
+
+
+def _provenance(key: tuple[str, str], dataset: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    with _LOCK:
+        known = _PROVENANCE.get(key)
+    if known is None:
+        digest = hashlib.sha256()
+        for row in rows:
+            line = json.dumps(row, sort_keys=True, ensure_ascii=False, default=_jsonable)
+            digest.update(line.encode("utf-8", "surrogatepass") + b"\n")
+        known = {"dataset": dataset, "split": key[1], "source": key[0], "rows": len(rows),
+                 "sha256": digest.hexdigest()}
+        with _LOCK:
+            known = _PROVENANCE.setdefault(key, known)
+    return dict(known)
+
+
+def _hub_endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_unreachable() -> str | None:
+    """``None`` when the hub answers HTTP (any status), else why not; probed once per process."""
+    if "verdict" not in _HUB_STATE:
+        import urllib.error
+        import urllib.request
+
+        url = _hub_endpoint() + "/api/whoami-v2"
+        try:
+            timeout = float(os.environ.get("GEM_HUB_PROBE_TIMEOUT", "3"))
+        except ValueError:
+            timeout = 3.0
+        verdict: str | None = None
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+                pass
+        except urllib.error.HTTPError:
+            verdict = None  # it answered
+        except Exception as exc:  # noqa: BLE001 - DNS, refused, timeout, TLS: all "unreachable"
+            reason = getattr(exc, "reason", exc)
+            verdict = f"{url} did not answer within {timeout:g} s ({type(reason).__name__}: {reason})"
+        _HUB_STATE["verdict"] = verdict
+    return _HUB_STATE["verdict"]
+
+
+def _go_offline() -> None:
+    """Switch the hub libraries of this process to offline mode (their local cache only)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    # Already imported, they read the flags at import time: set them there too.
+    for module, names in (("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
+                          ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))):
+        mod = sys.modules.get(module)
+        for name in names:
+            if mod is not None and hasattr(mod, name):
+                setattr(mod, name, True)
 
 
 def _sample_path(dataset: str, split: str) -> Path:
@@ -245,9 +345,18 @@ def _resolve(env_id: str, dataset: str, split: str, data_path: Any) -> tuple[str
         ) from None
 
     def load() -> list[dict[str, Any]]:
+        unreachable = _hub_unreachable()
+        if unreachable:
+            _go_offline()
         try:
             return _load_hub(dataset, split)
         except Exception as e:  # network, auth, missing split: one clear error
+            if unreachable:
+                raise DatasetUnavailable(
+                    f"{env_id}: dataset {dataset!r} (split {split!r}) has no local copy, the hub "
+                    f"is unreachable ({unreachable}; switched to offline mode) and the hub cache "
+                    f"holds no copy ({type(e).__name__}). To fix: {how}."
+                ) from e
             raise DatasetUnavailable(
                 f"{env_id}: could not load {dataset!r} (split {split!r}) from the hub "
                 f"({type(e).__name__}: {e}). To fix: {how}."
