@@ -33,6 +33,7 @@ packed response; default unbounded).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import logging
@@ -412,7 +413,11 @@ class _Session:
     async def generate(self, prompt_ids: list[int], max_tokens: int) -> tuple[list[int], None, str | None]:
         self.prompt_ids = list(prompt_ids)
         await self.events.put(("prompt", list(prompt_ids)))
-        ids = await asyncio.wait_for(self.actions.get(), STEP_TIMEOUT_S)
+        try:
+            ids = await asyncio.wait_for(self.actions.get(), STEP_TIMEOUT_S)
+        except asyncio.TimeoutError:  # RL2 stopped stepping this episode: drop it
+            _SESSIONS.pop(self.key, None)
+            raise
         stopped = bool(ids) and ids[-1:] == self.eos_ids
         # No stop token: a stop string when shorter than SGLang's max_new_tokens, else cut.
         cap = _CONFIG["max_new_tokens"]
@@ -445,6 +450,9 @@ def _tap(session: _Session) -> Any:
 
 
 async def _run(session: _Session, settings: RowSettings) -> None:
+    # RL2 stops stepping at rollout.max_turns: the kit's episode must end there too.
+    limits = [m for m in (settings.max_turns, _CONFIG["max_turns"]) if m is not None]
+    settings = dataclasses.replace(settings, max_turns=min(limits) if limits else None)
     try:
         episode, _ = await _play(
             settings,
@@ -458,6 +466,7 @@ async def _run(session: _Session, settings: RowSettings) -> None:
     except BaseException as exc:
         await session.events.put(("error", exc))
         if not isinstance(exc, Exception):
+            _SESSIONS.pop(session.key, None)
             raise
         return
     await session.events.put(("end", episode))

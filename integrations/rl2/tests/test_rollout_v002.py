@@ -104,3 +104,20 @@ def test_env_file_without_tokenizer_says_how_to_launch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0 and "python -m gem_rl2.train" in proc.stderr, proc.stderr[-800:]
     assert InvalidArgument.__name__ in proc.stderr
+
+
+def test_rl2_max_turns_ends_the_episode_and_frees_it(tmp_path):
+    """rollout.max_turns below the env's limit: the kit's episode ends at RL2's last step."""
+    from gem_rl2 import rollout as gem_rollout
+
+    path, tokenizer = _setup()
+    config = rl2_config(path, "rollout.max_turns=2")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"extra_info": {"env_id": "game:GuessTheNumber-v0-easy", "seed": 5, "max_turns": 8}}) + "\n")
+    with SGLangStandIn(path, script=functools.partial(scenario_script, "guess")) as server:
+        rollout = make_rollout(config, server.url)
+        tensor_dict, cu_seqs = play(rollout, data_list(config, tokenizer, str(rows)))
+        assert len(server.requests) == 2
+    turns = turn_spans(tensor_dict["action_mask"][0])
+    assert len(turns) == 2, f"expected 2 turns (rollout.max_turns=2), got {turns}"
+    assert not gem_rollout._SESSIONS, f"sessions left behind: {list(gem_rollout._SESSIONS)}"
