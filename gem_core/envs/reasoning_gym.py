@@ -10,7 +10,7 @@ seed 42, as in the reference GEM) from `DATASET_NAMES`, a static tuple: register
 must not import ``reasoning_gym`` (≈1.6 s). ``tests/envs/test_reasoning_gym.py`` fails
 when the tuple drifts from ``reasoning_gym.factory.DATASETS`` of the installed package.
 
-Known problems of reasoning-gym 0.1.19, found by feeding every dataset its own
+Known problems of reasoning-gym 0.1.25, found by feeding every dataset its own
 reference answers (``tests/envs/test_reasoning_gym.py`` keeps these tables honest):
 
 - `EXCLUDED`: datasets that cannot be built as a plain env; not registered.
@@ -41,7 +41,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.errors import DependencyNotInstalled, InvalidArgument, ResetNeeded
+from gem_core.errors import (
+    DependencyNotInstalled,
+    EnvConstructionError,
+    InvalidArgument,
+    ResetNeeded,
+)
 from gem_core.grading.extract import boxed_span, tagged_span
 from gem_core.grading.rg import RGScore, dataset_pickle, get_scorer
 
@@ -59,10 +64,11 @@ __all__ = [
     "clear_dataset_cache",
 ]
 
-SUPPORTED_VERSION = "0.1.19"
-"""The ``reasoning-gym`` version `DATASET_NAMES` was taken from."""
+SUPPORTED_VERSION = "0.1.25"
+"""The ``reasoning-gym`` version `DATASET_NAMES` was taken from (0.1.19 has 102 of these
+names, 0.1.23 104; a name the installed package lacks fails with a clear error)."""
 
-# sorted(reasoning_gym.factory.DATASETS) of reasoning-gym 0.1.19.
+# sorted(reasoning_gym.factory.DATASETS) of reasoning-gym 0.1.25.
 DATASET_NAMES: tuple[str, ...] = (
     "ab", "acre", "advanced_geometry", "aiw", "arc_1d", "arc_agi", "base_conversion",
     "basic_arithmetic", "bf", "binary_alternation", "binary_matrix", "bitwise_arithmetic",
@@ -192,6 +198,28 @@ def _import_reasoning_gym() -> Any:
     return reasoning_gym
 
 
+def _installed_version(rg: Any) -> str:
+    """The installed distribution's version (the package's ``__version__`` can be stale)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("reasoning_gym")
+    except metadata.PackageNotFoundError:
+        return str(getattr(rg, "__version__", "(unknown version)"))
+
+
+def _check_installed(rg: Any, name: str) -> None:
+    """Raise `EnvConstructionError` when the installed reasoning_gym has no dataset ``name``."""
+    datasets = getattr(getattr(rg, "factory", None), "DATASETS", None)
+    if datasets is None or name in datasets:
+        return
+    raise EnvConstructionError(
+        f"rg:{name}: the installed reasoning-gym {_installed_version(rg)} has no dataset {name!r} (gem_core's "
+        f"rg:* ids are those of reasoning-gym {SUPPORTED_VERSION}). Upgrade it with: "
+        f"pip install 'reasoning-gym>={SUPPORTED_VERSION}'"
+    )
+
+
 def _item_seed(seed: int, idx: int) -> int:
     """The seed of the global generators while item ``idx`` is generated or scored."""
     return (seed * 1_000_003 + idx) % (2**32)
@@ -224,6 +252,7 @@ class _SharedDataset:
 
     def __init__(self, name: str, size: int, seed: int, config: dict[str, Any]):
         rg = _import_reasoning_gym()
+        _check_installed(rg, name)
         self.name = name
         self.size = size
         self.seed = seed
