@@ -231,6 +231,12 @@ class AgentExecutor(AgentExecutorBase):
                 raise  # a configuration error (the first observation does not fit), not a failed episode
             logger.warning("gem-openrlhf: %s; the sample is flagged (%s = 1) and trains nothing", exc, ERROR_FLAG)
             return self._flagged(prompt, label, images, hf_tokenizer, with_logprobs, str(exc))
+        if not episode.turns and episode.end_reason == "context":  # the engine's check, before any call
+            raise InvalidArgument(
+                f"the first observation of {episode.env_id} (seed {episode.seed}) renders to "
+                f"{int(episode.stats.get('tokens_encoded', 0))} tokens, more than --data.max_len={max_length} "
+                "leaves room for; raise --data.max_len (prompt and response share it)"
+            )
         if episode.template_rewrite:
             raise InvalidArgument(
                 f"episode of {episode.env_id} (seed {episode.seed}): the chat template rewrites earlier "
