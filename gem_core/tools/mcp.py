@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -287,7 +288,7 @@ class MCPTool(Tool):
             params = StdioServerParameters(
                 command=self.command, args=self.args, env=self.env, cwd=self.cwd
             )
-            return stdio_client(params, errlog=self.errlog or sys.stderr)
+            return stdio_client(params, errlog=_errlog(self.errlog))
         from mcp.client import streamable_http
 
         assert self.url is not None
@@ -496,6 +497,20 @@ class MCPTool(Tool):
                 ) from None
         return list((self._tools or {}).values())
 
+    def handles(self, call: ToolCall) -> bool | None:
+        """Whether this server has the tool ``call`` names (`ToolEnvWrapper` routes calls
+        among several MCP servers with it): ``True`` (also for a malformed call, which
+        any server answers alike), ``False``, or ``None`` when the server's tool list
+        cannot be fetched (unreachable)."""
+        payload = call.payload if isinstance(call.payload, dict) else {}
+        if payload.get("error") or not isinstance(payload.get("name"), str):
+            return True
+        try:
+            names = {t["name"] for t in self.list_tools()}
+        except MCPConnectionError:
+            return None
+        return payload["name"] in names
+
     def instruction(self) -> str:
         """The call format and every tool's name, description and JSON input schema.
 
@@ -592,6 +607,21 @@ class MCPTool(Tool):
             thread.join(10.0)
         if not thread.is_alive():
             loop.close()
+
+
+def _errlog(errlog: TextIO | None) -> TextIO:
+    """Where a stdio server's stderr goes: ``errlog``, else ``sys.stderr`` when it is a real
+    file (a notebook's or a test runner's replacement has no ``fileno``), else the
+    process's original stderr."""
+    for stream in (errlog, sys.stderr, sys.__stderr__):
+        if stream is None:
+            continue
+        try:
+            stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        return stream
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server
 
 
 def _params(fn: Callable[..., Any]) -> set[str]:

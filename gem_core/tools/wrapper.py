@@ -16,6 +16,15 @@ class ToolEnvWrapper(Wrapper):
 
     On each `step`, the tools are tried in list order and the **first** one whose
     `Tool.parse` finds a call runs it (a later tool never overrides an earlier match).
+
+    Routing among tools that read the same call format (several `MCPTool` servers all
+    read ``<tool_call>``): a tool with a ``handles(call)`` method may decline a call it
+    parsed (``False``: not mine; ``None``: cannot tell, e.g. its server is down). The
+    call then goes to the first tool that parsed it and answers ``True`` (or has no
+    ``handles``); failing that, to the first that answered ``None`` (which reports why it
+    cannot run it); if every one declined, the turn is a failed tool call whose
+    observation names the unknown tool and lists each tool's ``list_tools()`` names
+    (``tool_info = {"reason": "unknown_tool"}``).
     A tool turn returns the tool's observation, reward ``tool_reward`` (or
     ``tool_error_reward`` for a failed call), ``terminated = truncated = False``, and does
     **not** step the task env: its turn counter and turn budget are untouched. Turns
@@ -170,19 +179,43 @@ class ToolEnvWrapper(Wrapper):
         return obs, reward, terminated, truncated, info
 
     def _find_call(self, action: str) -> tuple[Tool, ToolCall | Exception] | None:
-        """The first tool that finds a call, with the call, or with what its parse raised."""
+        """The tool that runs the action's call (see the class docstring on routing), with
+        the call, or with what its parse (or an unroutable call) raised."""
+        declined: list[tuple[Tool, ToolCall]] = []
+        unsure: tuple[Tool, ToolCall] | None = None
         for tool in self.tools:
             try:
                 call = tool.parse(action)
             except Exception as exc:  # noqa: BLE001 - a parser bug is the tool's error turn
+                if declined or unsure:
+                    break  # an earlier tool parsed it: the call is theirs to answer
                 return tool, exc
-            if call is not None:
+            if call is None:
+                continue
+            handles = getattr(tool, "handles", None)
+            if handles is None:
                 return tool, call
+            try:
+                mine = handles(call)
+            except Exception:  # noqa: BLE001 - a routing bug: let this tool answer it
+                mine = None
+            if mine is True:
+                return tool, call
+            if mine is None:
+                unsure = unsure or (tool, call)
+            else:
+                declined.append((tool, call))
+        if unsure is not None:
+            return unsure
+        if declined:
+            return declined[0][0], _UnknownTool(declined[0][1], [t for t, _ in declined])
         return None
 
     def _run_tool(self, tool: Tool, call: ToolCall | Exception):
         self.tool_uses += 1
-        if isinstance(call, Exception):
+        if isinstance(call, _UnknownTool):
+            result = call.result()
+        elif isinstance(call, Exception):
             result = _exception_result(tool, "could not read the action", call, "parse")
         else:
             try:
@@ -216,6 +249,31 @@ class ToolEnvWrapper(Wrapper):
 
 
 _MAX_EXCEPTION_CHARS = 1_000
+
+
+class _UnknownTool(Exception):
+    """A call every tool that parsed it declined (no server has the tool it names)."""
+
+    def __init__(self, call: ToolCall, tools: list[Tool]):
+        super().__init__("unknown tool")
+        self.call = call
+        self.tools = tools
+
+    def result(self) -> ToolResult:
+        payload = self.call.payload if isinstance(self.call.payload, dict) else {}
+        available = []
+        for tool in self.tools:
+            try:
+                names = sorted(str(t["name"]) for t in tool.list_tools())  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - listing is best effort here
+                names = []
+            available.append(f"{', '.join(names) or '(none)'} (on {tool.name})")
+        return ToolResult(
+            f"Tool error: unknown tool {str(payload.get('name'))[:200]!r}. Available tools: "
+            + "; ".join(available) + ".",
+            error=True,
+            info={"reason": "unknown_tool"},
+        )
 
 
 def _exception_result(tool: Tool, what: str, exc: Exception, stage: str) -> ToolResult:

@@ -514,3 +514,75 @@ def test_mcp_tool_in_tool_env_wrapper(stdio_tool):
     assert info["use_tool"] and info["tool_error"] and "unknown tool 'nope'" in obs
     assert env.unwrapped.turn == 0
     env.close()
+
+
+SECOND_SERVER = textwrap.dedent(
+    '''
+    """A second MCP server with other tools."""
+    try:
+        from mcp.server.mcpserver import MCPServer as Server
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP as Server
+
+    app = Server("gem-test-2")
+
+
+    @app.tool()
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+
+    if __name__ == "__main__":
+        app.run()
+    '''
+)
+
+
+def test_two_mcp_servers_in_one_wrapper_route_each_call_to_its_server(server_script, tmp_path):
+    from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
+
+    second = tmp_path / "second.py"
+    second.write_text(SECOND_SERVER)
+    first_tool = MCPTool(command=sys.executable, args=[str(server_script)], name="mcp:a", timeout=10)
+    second_tool = MCPTool(command=sys.executable, args=[str(second)], name="mcp:b", timeout=10)
+    env = ToolEnvWrapper(GuessTheNumberEnv(min_number=1, max_number=10), [first_tool, second_tool])
+    try:
+        obs, _ = env.reset(seed=0)
+        assert '"name": "add"' in obs and '"name": "multiply"' in obs
+        obs, *_, info = env.step('<tool_call>{"name": "multiply", "arguments": {"a": 6, "b": 7}}</tool_call>')
+        assert obs == "42" and info["tool_name"] == "mcp:b" and not info["tool_error"], obs
+        obs, *_, info = env.step(ADD)
+        assert obs == "5" and info["tool_name"] == "mcp:a" and not info["tool_error"], obs
+        obs, *_, info = env.step('<tool_call>{"name": "divide", "arguments": {}}</tool_call>')
+        assert info["use_tool"] and info["tool_error"] and info["tool_info"]["reason"] == "unknown_tool"
+        assert "unknown tool 'divide'" in obs and "multiply (on mcp:b)" in obs and "add, crash" in obs
+        # A malformed call is answered by the first server (as with one server).
+        obs, *_, info = env.step("<tool_call>{not json</tool_call>")
+        assert info["tool_name"] == "mcp:a" and "could not read the tool call" in obs
+        assert env.unwrapped.turn == 0 and env.tool_uses == 4
+    finally:
+        env.close()
+
+
+def test_a_down_server_does_not_take_calls_meant_for_another(server_script, tmp_path):
+    from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
+
+    down = MCPTool(command=sys.executable, args=[str(tmp_path / "missing.py")], name="mcp:down",
+                   connect_timeout=5, max_retries=0, errlog=open(os.devnull, "w"))  # noqa: SIM115
+    up = MCPTool(command=sys.executable, args=[str(server_script)], name="mcp:up", timeout=10)
+    env = ToolEnvWrapper(GuessTheNumberEnv(min_number=1, max_number=10), [down, up])
+    try:
+        with pytest.raises(MCPConnectionError):
+            env.reset(seed=0)  # the instructions need every server's tool list
+        # Mid-episode (the server died after reset): the reachable server's tool still goes
+        # to it although the down server comes first; a call no one can place goes to the
+        # down server, which says why it cannot run it.
+        env.env.reset(seed=0)
+        env._live = True
+        obs, *_, info = env.step(ADD)
+        assert obs == "5" and info["tool_name"] == "mcp:up", obs
+        obs, *_, info = env.step('<tool_call>{"name": "nope", "arguments": {}}</tool_call>')
+        assert info["tool_name"] == "mcp:down" and info["tool_info"]["reason"] == "connect", obs
+    finally:
+        env.close()
