@@ -95,6 +95,7 @@ def _throughput(call: Any, callers: int, seconds: float) -> float:
 
 def _measure_here(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
     call, close, facts = _make_tool(backend, config)
+    load_before = os.getloadavg()[0]
     try:
         observation = call()
         if "2" not in observation:
@@ -111,7 +112,8 @@ def _measure_here(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
         close()
     return {**facts, "observation": observation, "p50_s": percentile(samples, 50),
             "p99_s": percentile(samples, 99), "n": len(samples), "calls_per_s": rates,
-            "prefix": sys.prefix}
+            "prefix": sys.prefix, "load_avg_1m": [load_before, os.getloadavg()[0]],
+            "cpus": os.cpu_count()}
 
 
 def _tmp_venv(parent: str) -> Path:
@@ -182,6 +184,10 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
         text += f"\nours: isolation={ours['isolation']}, pool size {ours['pool_size']}"
         if tmp:
             text += f"; /tmp venv: {tmp['prefix']}"
+        loads = [f"{a:.1f}->{b:.1f}" for r in (home, tmp) if r and "load_avg_1m" in r
+                 for a, b in [r["load_avg_1m"]]]
+        if loads:
+            text += f"\n1-minute load average during the runs ($HOME, /tmp): {', '.join(loads)} on {ours.get('cpus')} CPUs"
     if ref_note:
         text += f"\nreference: {ref_note}"
     return text

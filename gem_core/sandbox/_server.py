@@ -361,6 +361,10 @@ class Zygote:
             sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
                               buffering=1)
             sys.argv = ["<code>"]
+            # Walk the paths a request takes once now, while nobody waits: the pages they
+            # write (copied on first write after the fork) are this child's before it runs.
+            json.loads('{"code": "x = 1", "prelude": [], "cpu_s": 1.0}')
+            exec(compile("x = 1", "<warm-up>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
             req = _read_frame(3)
             if req is None:  # the zygote dropped this spare
                 os._exit(0)
