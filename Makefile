@@ -7,7 +7,10 @@ GEM_CACHE ?= $(HOME)/.cache/gem
 VENV ?= $(GEM_CACHE)/venv-core
 PY := $(VENV)/bin/python
 # The stamp changes when the dependencies or the clone's location change.
-STAMP_KEY := $(shell cat pyproject.toml | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+# tests/compat/requirements-gem-llm.txt: the reference package (gem-llm) for the bridge tests,
+# installed --no-deps (its pins would downgrade reasoning-gym; `import gem` needs nothing more).
+CORE_DEPS := pyproject.toml tests/compat/requirements-gem-llm.txt
+STAMP_KEY := $(shell cat $(CORE_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
@@ -46,11 +49,12 @@ RL2_DEPS := $(RL2_DIR)/requirements-test.txt $(RL2_DIR)/requirements-nodeps.txt 
 RL2_STAMP_KEY := $(shell cat $(RL2_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 RL2_STAMP := $(RL2_VENV)/.installed-$(RL2_STAMP_KEY)
 
-$(STAMP): pyproject.toml
+$(STAMP): $(CORE_DEPS)
 	@mkdir -p "$(GEM_CACHE)"
 	@test -x "$(PY)" || $(PYTHON) -m venv "$(VENV)"
 	"$(PY)" -m pip install --quiet --upgrade pip
 	"$(PY)" -m pip install --quiet -e ".[dev]"
+	"$(PY)" -m pip install --quiet --no-deps -r tests/compat/requirements-gem-llm.txt
 	@rm -f "$(VENV)"/.installed-*
 	@touch "$(STAMP)"
 
