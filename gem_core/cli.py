@@ -12,19 +12,109 @@ from typing import TextIO
 __all__ = ["main", "play"]
 
 
+_GLOB = frozenset("*?[")
+
+#: Shown under `gem list` when it lists ids that need their dataset.
+SAMPLE_NOTE = (
+    "OFFLINE 'GEM_DATA=sample': the id reads its dataset from the hub or a local copy "
+    "(data_path=..., $GEM_DATA_DIR); with GEM_DATA=sample (or data_path='sample') it runs "
+    "offline on the small sample shipped with gem-core."
+)
+
+
+def _offline(spec) -> str:
+    """How an id runs without network: ``yes``, ``GEM_DATA=sample`` or ``no``."""
+    if spec.offline:
+        return "yes"
+    name = spec.kwargs.get("dataset_name") if isinstance(spec.kwargs, dict) else None
+    if isinstance(name, str):
+        from gem_core.data import SAMPLES_DIR, dataset_dir_name
+
+        if (SAMPLES_DIR / dataset_dir_name(name)).exists():
+            return "GEM_DATA=sample"
+    return "no"
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
+    import fnmatch
+
     from gem_core.registration import registry
 
     pattern = (args.pattern or "").lower()
-    rows = [s for s in registry.values() if pattern in s.id.lower()]
+    if _GLOB & set(pattern):
+        rows = [s for s in registry.values() if fnmatch.fnmatchcase(s.id.lower(), pattern)]
+        how = "matches"
+    else:
+        rows = [s for s in registry.values() if pattern in s.id.lower()]
+        how = "contains"
     if not rows:
-        print(f"no env id contains {args.pattern!r}; run `gem list` to see every id", file=sys.stderr)
+        print(f"no env id {how} {args.pattern!r}; run `gem list` to see every id (patterns: "
+              "text an id contains, or a glob such as 'game:*-easy')", file=sys.stderr)
         return 1
-    width = max(len(s.id) for s in rows)
-    for s in sorted(rows, key=lambda s: s.id):
-        where = "offline" if s.offline else "online"
-        print(f"{s.id:<{width}}  {s.category or '-':<6}  {where:<7}  {s.description}".rstrip())
+    rows.sort(key=lambda s: s.id)
+    table = [(s.id, s.category or "-", _offline(s), s.description) for s in rows]
+    headers = ("ID", "FAMILY", "OFFLINE", "DESCRIPTION")
+    widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(headers[:3])]
+    for row in [headers, *table]:
+        print(("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + f"  {row[3]}").rstrip())
+    if any(r[2] == "GEM_DATA=sample" for r in table):
+        print(f"\n{len(table)} ids; {SAMPLE_NOTE}")
+    else:
+        print(f"\n{len(table)} ids")
     return 0
+
+
+PLAY_HELP = """commands (never sent to the env):
+  :help      this help
+  :hint      an example of a well-formed action (not played)
+  :random    play a random action (also :r)
+  :quit      end the game (also :q, or Ctrl-D)
+  ::TEXT     send TEXT starting with ':' as the action"""
+
+
+def _correct_answer(env, info: dict) -> str | None:
+    """The episode's answer, when the env exposes it (info or a well-known attribute)."""
+    for key in ("reference_answer", "correct_answer", "answer"):
+        if info.get(key) not in (None, ""):
+            return str(info[key])
+    base = env.unwrapped
+    for attr in ("answer", "target", "secret", "code", "word"):
+        value = getattr(base, attr, None)
+        if value is None or value == "" or callable(value):
+            continue
+        if isinstance(value, (tuple, list)):
+            chars = all(isinstance(v, str) and len(v) == 1 for v in value)
+            return "".join(value) if chars else ", ".join(map(str, value))
+        return str(value)
+    row, key = getattr(base, "row", None), getattr(base, "answer_key", None)
+    if isinstance(row, dict) and key in row:
+        return str(row[key])
+    return None
+
+
+def _reader(inp: TextIO, out: TextIO):
+    """A line reader: `input` with readline editing (history, arrows) on a terminal,
+    plain ``readline()`` otherwise. Returns ``None`` at end of input."""
+    if inp is sys.stdin and out is sys.stdout and sys.stdin.isatty():
+        try:
+            import readline  # noqa: F401 - enables line editing and history for input()
+        except ImportError:  # pragma: no cover - Windows
+            pass
+
+        def read(prompt: str) -> str | None:
+            try:
+                return input(prompt)
+            except EOFError:
+                return None
+
+        return read
+
+    def read_plain(prompt: str) -> str | None:
+        print(prompt, end="", file=out, flush=True)
+        line = inp.readline()
+        return line.rstrip("\n") if line else None
+
+    return read_plain
 
 
 def play(
@@ -37,37 +127,64 @@ def play(
 ) -> bool:
     """A human plays one episode of ``env_id`` in the terminal; returns success.
 
-    Each observation is printed, one action is read per line (``:q`` quits, ``:r`` plays
-    a random action), and the reward and the outcome are reported.
+    Each observation is printed and one action is read per line (with line editing on a
+    terminal). Lines starting with ``:`` are commands that never reach the env (see
+    `PLAY_HELP`: ``:help``, ``:hint``, ``:random``, ``:quit``; ``::TEXT`` sends
+    ``:TEXT``). The reward and the outcome are reported, and when the episode ends
+    unsolved, the correct answer (when the env exposes it).
     """
     import gem_core
 
     inp = stdin or sys.stdin
     out = stdout or sys.stdout
+    read = _reader(inp, out)
     env = gem_core.make(env_id, **kwargs)
     try:
         obs, _ = env.reset(seed=seed)
         total = 0.0
+        print("(type :help for commands)", file=out)
+        print(f"\n{obs}\n", file=out)
         while True:
-            print(f"\n{obs}\n", file=out)
-            print("your action> ", end="", file=out, flush=True)
-            line = inp.readline()
-            if not line or line.strip() == ":q":
+            line = read("your action> ")
+            if line is None:
                 print("\nquit.", file=out)
                 return False
-            action = line.rstrip("\n")
-            if action.strip() == ":r":
+            command = line.strip()
+            if command.startswith("::"):
+                action = line.lstrip()[1:]
+            elif command.startswith(":"):
+                name = command[1:].lower()
+                if name in ("q", "quit", "exit"):
+                    print("quit.", file=out)
+                    return False
+                if name in ("h", "help", "?"):
+                    print(PLAY_HELP, file=out)
+                    continue
+                if name == "hint":
+                    example = env.sample_random_action()
+                    print(f"(an example of a well-formed action, not played: {example})", file=out)
+                    continue
+                if name not in ("r", "random"):
+                    print(f"unknown command {command!r}; :help lists the commands (::TEXT sends "
+                          "TEXT starting with ':' as the action)", file=out)
+                    continue
                 action = env.sample_random_action()
                 print(f"(random action: {action})", file=out)
+            else:
+                action = line
             obs, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             print(f"reward {float(reward):+.3f} (total {total:+.3f})", file=out)
+            print(f"\n{obs}\n", file=out)
             if terminated or truncated:
-                print(f"\n{obs}\n", file=out)
                 success = bool(info.get("success", False))
                 end = "terminated" if terminated else "truncated (turn limit)"
                 print(f"episode {end}: {'SUCCESS' if success else 'not solved'}; "
                       f"return {total:+.3f}", file=out)
+                if not success:
+                    answer = _correct_answer(env, dict(info))
+                    if answer is not None:
+                        print(f"the correct answer: {answer}", file=out)
                 return success
     finally:
         env.close()
@@ -297,17 +414,22 @@ def _json_object(text: str) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import gem_core
+
     parser = argparse.ArgumentParser(prog="gem", description="GEM: environments for agentic LLMs.")
+    parser.add_argument("--version", action="version", version=f"gem (gem-core) {gem_core.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="list registered env ids", description="List registered env ids "
-                       "with their family, whether they work offline, and a description.")
-    p.add_argument("pattern", nargs="?", help="only ids containing this text (case-insensitive)")
+                       "with their family, whether they work offline (yes; GEM_DATA=sample: with the "
+                       "shipped sample; no), and a description.")
+    p.add_argument("pattern", nargs="?", help="only ids containing this text, or matching this glob "
+                   "(e.g. 'game:*', 'game:*-easy'); case-insensitive")
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("play", help="play an env in the terminal",
-                       description="Play one episode: type an action per line; ':r' plays a random "
-                       "action, ':q' quits.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Play one episode: type an action per line.\n\n" + PLAY_HELP)
     p.add_argument("env_id", help="e.g. game:GuessTheNumber-v0-easy")
     p.add_argument("--seed", type=int, default=None, help="episode seed")
     p.set_defaults(func=_cmd_play)

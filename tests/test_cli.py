@@ -17,9 +17,28 @@ from gem_core.cli import main, play
 def test_list_filters_and_reports_no_match(capsys):
     assert main(["list", "Echo"]) == 0
     out = capsys.readouterr().out
-    assert "toy:Echo-v0" in out and "offline" in out and "PrimeCount" not in out
+    assert "toy:Echo-v0" in out and "PrimeCount" not in out
+    assert out.splitlines()[0].split() == ["ID", "FAMILY", "OFFLINE", "DESCRIPTION"]
     assert main(["list", "no-such-env-zz"]) == 1
     assert "no env id contains" in capsys.readouterr().err
+
+
+def test_list_takes_glob_patterns(capsys):
+    assert main(["list", "game:*-easy"]) == 0
+    ids = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line.startswith("game:")]
+    assert ids and all(i.startswith("game:") and i.endswith("-easy") for i in ids)
+    assert "game:GuessTheNumber-v0-easy" in ids and "game:GuessTheNumber-v0-hard" not in ids
+    assert main(["list", "GAME:guess*"]) == 0  # case-insensitive
+    assert "game:GuessTheNumber-v0-random" in capsys.readouterr().out
+    assert main(["list", "nothing:*"]) == 1
+    assert "no env id matches 'nothing:*'" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    import gem_core
+
+    r = subprocess.run([sys.executable, "-m", "gem_core.cli", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == f"gem (gem-core) {gem_core.__version__}"
 
 
 def test_play_reads_actions_and_reports_outcome():
@@ -39,6 +58,52 @@ def test_play_reads_actions_and_reports_outcome():
     lines = f"\\boxed{{{wrong}}}\n\\boxed{{{target}}}\n"
     assert play("game:GuessTheNumber-v0-hard", seed=0, stdin=io.StringIO(lines), stdout=out) is True
     assert "SUCCESS" in out.getvalue() and "reward +1.000" in out.getvalue()
+
+
+def test_play_commands_never_reach_the_env(monkeypatch):
+    import gem_core
+
+    seen = []
+    real_make = gem_core.make
+
+    def make(env_id, **kwargs):
+        env = real_make(env_id, **kwargs)
+        step = env.step
+
+        def recording_step(action):
+            seen.append(action)
+            return step(action)
+
+        env.step = recording_step
+        return env
+
+    monkeypatch.setattr(gem_core, "make", make)
+    out = io.StringIO()
+    lines = ":help\n:hint\n:bogus\n::raw\n:quit\n"
+    assert play("toy:Echo-v0", seed=0, stdin=io.StringIO(lines), stdout=out) is False
+    text = out.getvalue()
+    assert ":hint" in text and "an example of a well-formed action, not played" in text
+    assert "unknown command ':bogus'" in text and "quit." in text
+    assert seen == [":raw"]  # only the escaped line was an action
+
+
+def test_play_shows_the_correct_answer_when_unsolved():
+    import gem_core
+
+    probe = gem_core.make("game:GuessTheNumber-v0-easy")
+    probe.reset(seed=2)
+    target = probe.unwrapped.target
+    wrong = [n for n in range(1, 11) if n != target][:4]
+    out = io.StringIO()
+    lines = "".join(f"\\boxed{{{n}}}\n" for n in wrong)
+    assert play("game:GuessTheNumber-v0-easy", seed=2, stdin=io.StringIO(lines), stdout=out) is False
+    assert f"the correct answer: {target}" in out.getvalue()
+    out = io.StringIO()
+    probe = gem_core.make("toy:Echo-v0")
+    probe.reset(seed=4)
+    word = probe.unwrapped.word
+    assert play("toy:Echo-v0", seed=4, stdin=io.StringIO("x\nx\nx\nx\n"), stdout=out) is False
+    assert f"the correct answer: {word}" in out.getvalue()
 
 
 def test_play_quit_and_unknown_env(capsys):
@@ -97,12 +162,14 @@ def test_list_shows_family_and_offline_flag(capsys):
 
     assert main(["list", "toy:Echo"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("toy:Echo-v0"))
-    assert line.split()[1:3] == ["toy", "offline"] and "Repeat a random word" in line
-    online = sorted(i for i in registry if not registry[i].offline)
-    if online:  # hub-backed ids are marked online
-        assert main(["list", online[0]]) == 0
-        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(online[0] + " "))
-        assert line.split()[2] == "online"
+    assert line.split()[1:3] == ["toy", "yes"] and "Repeat a random word" in line
+    # A hub-backed id with a shipped sample says how it runs offline, not a bare "online".
+    assert not registry["math:GSM8K"].offline
+    assert main(["list", "math:GSM8K"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("math:GSM8K "))
+    assert line.split()[2] == "GEM_DATA=sample" and "online" not in out
+    assert "with GEM_DATA=sample (or data_path='sample') it runs offline" in out
 
 
 def test_bench_passes_its_options_through(tmp_path, capsys):
@@ -117,3 +184,35 @@ def test_bench_passes_its_options_through(tmp_path, capsys):
 def test_unknown_command_options_fail_with_usage():
     r = subprocess.run([sys.executable, "-m", "gem_core.cli", "list", "--bogus"], capture_output=True, text=True)
     assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr
+
+
+def test_play_has_line_editing_on_a_terminal():
+    """Ctrl-A (readline: start of line) lets a typo at the start be fixed before Enter."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "gem_core.cli", "play", "toy:Echo-v0", "--seed", "3"])
+    buf = b""
+
+    def read_until(token: bytes, timeout: float = 20.0) -> bytes:
+        nonlocal buf
+        end = time.time() + timeout
+        while token not in buf:
+            left = end - time.time()
+            assert left > 0, f"timed out waiting for {token!r}; got {buf[-500:]!r}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+        return buf
+
+    text = read_until(b"your action> ").decode()
+    word = text.split("nothing else: ")[1].split()[0]
+    os.write(fd, f"{word[1:]}\x01{word[0]}\n".encode())  # type the tail, jump home, add the head
+    read_until(b"return")
+    _, status = os.waitpid(pid, 0)
+    assert b"SUCCESS" in buf and os.WEXITSTATUS(status) == 0, buf[-800:]
