@@ -533,3 +533,49 @@ def test_registry_is_a_mapping_of_specs():
     assert "toy:Echo-v0" in gem_core.registry
     assert all(isinstance(s, EnvSpec) and s.id == i for i, s in gem_core.registry.items())
     assert registration.PLUGIN_GROUP == "gem_core.envs"
+
+
+def _doc_block(text: str, caption: str) -> str:
+    """The fenced block right after the line ``caption`` in a Markdown document."""
+    at = text.index(f"\n{caption}\n")
+    start = text.index("```", at)
+    start = text.index("\n", start) + 1
+    return text[start : text.index("\n```", start) + 1]
+
+
+def test_the_plugin_how_to_example_builds_installs_and_registers(tmp_path):
+    """docs/plugins.md's pyproject and module, built into a wheel and installed, give working ids."""
+    doc = (REPO_ROOT / "docs" / "plugins.md").read_text()
+    project = tmp_path / "gem-countdown"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(_doc_block(doc, "`pyproject.toml`:"))
+    (project / "gem_countdown.py").write_text(_doc_block(doc, "`gem_countdown.py`:"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    build = subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
+                            str(project)], capture_output=True, text=True, timeout=240)
+    assert build.returncode == 0, build.stderr
+    (wheel,) = (tmp_path / "dist").glob("gem_countdown-0.1.0-*.whl")
+    site = tmp_path / "site"
+    install = subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
+                             capture_output=True, text=True, timeout=240)
+    assert install.returncode == 0, install.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT)])}
+    listed = subprocess.run([sys.executable, "-m", "gem_core.cli", "list", "countdown:*"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "countdown:Countdown-v0 " in listed.stdout and "countdown:Countdown-v0-long" in listed.stdout
+    script = textwrap.dedent(
+        """
+        import gem_core
+        env = gem_core.make("countdown:Countdown-v0")
+        gem_core.check_env(env.unwrapped)
+        obs, _ = env.reset(seed=1)
+        n = env.unwrapped.current
+        for k in range(n - 1, -1, -1):
+            obs, reward, terminated, truncated, info = env.step(str(k))
+        assert terminated and info["success"] and reward == 1.0, (obs, info)
+        print("ok", gem_core.make("countdown:Countdown-v0-long").unwrapped.start_max)
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.split() == ["ok", "9"], ran.stderr
