@@ -208,6 +208,16 @@ def openrlhf_flags(args: Args, train: Path, evaluation: Path | None) -> list[str
     return flags
 
 
+def format_command(command: list[str]) -> str:
+    """The command for a shell, one flag and its values per line."""
+    lines: list[list[str]] = [[]]
+    for part in command:
+        if part.startswith("--") and lines[-1]:
+            lines.append([])
+        lines[-1].append(shlex.quote(part))
+    return " \\\n    ".join(" ".join(line) for line in lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
 
@@ -224,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 2. OpenRLHF's trainer with the gem agent executor and ReBN.
     command = [sys.executable, "-m", "gem_openrlhf.train", *openrlhf_flags(args, train, evaluation), *extra]
-    print("command:\n  " + " \\\n    ".join(shlex.quote(c) for c in command))
+    print("command:\n  " + format_command(command))
     if args.dry_run:
         from gem_openrlhf.train import parse_args as parse_openrlhf_args
 

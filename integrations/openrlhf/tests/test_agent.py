@@ -4,6 +4,7 @@ budgets, log-probs, n_samples_per_prompt."""
 from __future__ import annotations
 
 import functools
+import json
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_label_round_trip_and_unknown_options():
     with pytest.raises(InvalidArgument, match="unknown options \\['max_turn'\\]"):
         make_label(GUESS, 0, max_turn=2)
     with pytest.raises(InvalidRow, match="has unknown keys \\['sed'\\]"):
-        parse_label('{"env_id": "%s", "sed": 1}' % GUESS, prompt="p")
+        parse_label(json.dumps({"env_id": GUESS, "sed": 1}), prompt="p")
 
 
 @pytest.mark.parametrize(
