@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2 test-openrlhf venv-openrlhf
 
 # The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
 # gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
@@ -48,6 +48,19 @@ RL2_PY := $(RL2_VENV)/bin/python
 RL2_DEPS := $(RL2_DIR)/requirements-test.txt $(RL2_DIR)/requirements-nodeps.txt $(RL2_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
 RL2_STAMP_KEY := $(shell cat $(RL2_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 RL2_STAMP := $(RL2_VENV)/.installed-$(RL2_STAMP_KEY)
+
+# The OpenRLHF adapter's own venv (integrations/openrlhf): OpenRLHF 0.11.2 pins
+# transformers 5.15 (gem-core[rl] pins below 5) and flash-attn (no CPU build), so the
+# wheel's requirements minus flash-attn (requirements-test.txt, with the shared CPU-torch
+# constraints; deepspeed builds from its sdist) go first, then openrlhf itself --no-deps
+# (requirements-nodeps.txt). Keyed by a hash of both requirement files, its pyproject, the
+# core's pyproject, the constraints and the clone's location.
+OPENRLHF_DIR := integrations/openrlhf
+OPENRLHF_VENV ?= $(GEM_CACHE)/venv-openrlhf
+OPENRLHF_PY := $(OPENRLHF_VENV)/bin/python
+OPENRLHF_DEPS := $(OPENRLHF_DIR)/requirements-test.txt $(OPENRLHF_DIR)/requirements-nodeps.txt $(OPENRLHF_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+OPENRLHF_STAMP_KEY := $(shell cat $(OPENRLHF_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+OPENRLHF_STAMP := $(OPENRLHF_VENV)/.installed-$(OPENRLHF_STAMP_KEY)
 
 $(STAMP): $(CORE_DEPS)
 	@mkdir -p "$(GEM_CACHE)"
@@ -91,6 +104,17 @@ $(RL2_STAMP): $(RL2_DEPS)
 
 venv-rl2: $(RL2_STAMP)
 
+$(OPENRLHF_STAMP): $(OPENRLHF_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(OPENRLHF_PY)" || $(PYTHON) -m venv "$(OPENRLHF_VENV)"
+	"$(OPENRLHF_PY)" -m pip install --quiet --upgrade pip
+	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -e ../..
+	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pip install --quiet --no-deps -r requirements-nodeps.txt -e .
+	@rm -f "$(OPENRLHF_VENV)"/.installed-*
+	@touch "$(OPENRLHF_STAMP)"
+
+venv-openrlhf: $(OPENRLHF_STAMP)
+
 # bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
 # exists (as root or through sudo); elsewhere install it with your package manager. Without
 # it the sandbox falls back to weaker isolation with a warning, and the tests that need it
@@ -112,7 +136,7 @@ demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 # The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl test-trl test-rl2
+test: test-core test-verl test-trl test-rl2 test-openrlhf
 
 test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
@@ -126,6 +150,9 @@ test-trl: $(TRL_STAMP)
 test-rl2: $(RL2_STAMP)
 	cd $(RL2_DIR) && "$(RL2_PY)" -m pytest -q $(PYTEST_ARGS)
 
+test-openrlhf: $(OPENRLHF_STAMP)
+	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pytest -q $(PYTEST_ARGS)
+
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
 
@@ -133,4 +160,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)" "$(OPENRLHF_VENV)"
