@@ -43,9 +43,9 @@ def test_report_compares_runs_with_plots_and_markdown(runs, tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["report", *map(str, runs), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "good (good)" in printed and "slow (slow)" in printed
+    assert "good:" in printed and "slow:" in printed
     md = (out / "report.md").read_text()
-    assert "## good (good)" in md and "## slow (slow)" in md
+    assert "## good\n" in md and "## slow\n" in md
     # Echo: the good policy solves every episode in 1 turn, the slow one in 2.
     assert f"| {ECHO} | 1.000 [0.510, 1.000] | 1.000 [0.510, 1.000] |" in md
     assert "![success](success.png)" in md
@@ -54,7 +54,7 @@ def test_report_compares_runs_with_plots_and_markdown(runs, tmp_path, capsys):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     res = report(runs, out, plots=False)
     turns = {r["label"]: r["summary"][ECHO]["mean_turns_to_solve"] for r in res["runs"]}
-    assert turns == {"good (good)": 1.0, "slow (slow)": 2.0}
+    assert turns == {"good": 1.0, "slow": 2.0}
 
 
 def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, capsys):
@@ -85,3 +85,42 @@ def test_importing_the_cli_and_eval_stays_light():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+class _Reply:
+    def __init__(self, text):
+        self.text = text
+
+    async def chat(self, messages, sampling):
+        from gem_core.rl.rollout import ChatResult
+
+        return ChatResult(self.text, "stop", 1, 1)
+
+
+class _Broken:
+    async def chat(self, messages, sampling):
+        raise RuntimeError("server gone")
+
+
+def test_report_polish_labels_kwargs_rounding_zero_bars_and_permissions(tmp_path, capsys):
+    kw = dict(api="chat", base_url="http://unused.invalid/v1", progress=False, episodes=3)
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    c = tmp_path / "c"
+    evaluate(ECHO, model="org/Some-Model-7B", policy=_Reply("nope"), out_dir=a, temperature=0.7,
+             env_kwargs={"word_length": 3}, **kw)  # never solves: a 0 rate
+    evaluate(ECHO, model="org/Some-Model-7B", policy=_Reply("nope"), out_dir=b, **kw)
+    evaluate(ECHO, model="other/Model", policy=_Broken(), out_dir=c, max_consecutive_errors=0, **kw)
+    out = tmp_path / "cmp"
+    assert main(["report", str(a), str(b), str(c), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    # Short labels; the run directory only where two runs share a model.
+    assert "## Some-Model-7B (a)" in md and "## Some-Model-7B (b)" in md and "## Model\n" in md
+    assert "org/" not in md.split("## Success rate by env")[1]
+    assert '- env_kwargs: `{"word_length": 3}`' in md and "temperature 0.7," in md
+    assert "0.7000000000000001" not in md
+    assert f"| {ECHO} | 0.000 [0.000, 0.561] | 0.000 [0.000, 0.561] | - (3 errored) |" in md
+    assert (out / "success.png").stat().st_size > 5000
+    # Every file of a run directory gets the same mode (mkstemp alone made some 0600).
+    modes = {f.name: f.stat().st_mode & 0o777 for f in a.iterdir()}
+    assert len(set(modes.values())) == 1, modes
