@@ -1,0 +1,61 @@
+# Launch on one GPU node (Python 3.10, `pip install gem-oat` pulls oat-llm 0.2.4 with vLLM 0.8.4):
+#
+#     python recipes/oat_rebn.py --pretrain Qwen/Qwen3-1.7B-Base --gpus 8 --collocate \
+#         --env_ids game:GuessTheNumber-v0-easy --max_turns 4 \
+#         --gamma 0.9 --whiten_adv --critic_type drgrpo --beta 0 \
+#         --num_samples 1 --train_batch_size_per_device 1 --buffer_clear_every 1 \
+#         --rollout_batch_size 128 --rollout_batch_size_per_device 16 --max_train 64000 \
+#         --generate_max_length 256 --prompt_max_length 1024 --max_response_length 3072 \
+#         --max_model_len 4096 --learning_rate 1e-6 --lr_scheduler constant --zero_stage 2 \
+#         --save_path ./oat-output
+#
+# A mixture: `--env_ids game:GuessTheNumber-v0-easy toy:Echo-v0 --env_weights 3 1`; env kwargs:
+# `--env_kwargs '{"game:GuessTheNumber-v0-easy": {"max_turns": 6}}'`. Every oat PPOArgs option is
+# a flag (`--help`); the GEM ones are documented in gem_oat.args.GemArgs. The PPO-clip path is used:
+# oat 0.2.4's `--reinforce_update` ends each learning step in ZeroDivisionError (refused up front).
+"""Multi-turn PPO with ReBN advantages in oat, on GEM envs (one file, oat-style).
+
+oat's distributed program (launchpad: an IPC server, vLLM actors, DeepSpeed learners)
+with GEM's adapter (`gem_oat`):
+
+1. **Actors** (`gem_oat.GemActor`, oat's ``PPOMultiTurnActor``): each learner step, each
+   actor plays ``rollout_batch_size_per_device`` gem_core episodes (env ids drawn from the
+   mixture) with oat's vLLM engine, the turns of concurrent episodes batched into one
+   engine call, and returns one oat ``Transition`` per generated turn (that turn's
+   reward, the whole token-exact context as its prompt, the sampled ids and log-probs).
+2. **Learners** (`gem_oat.GemLearner`, oat's ``PPOMultiTurnLearner``): oat computes each
+   transition's discounted return (``--gamma``, no critic) and, with ``--whiten_adv``,
+   normalises the returns over every transition of every rank: that is **ReBN**. GemLearner
+   keeps every transition of the step (oat alone keeps a random subset of
+   ``rollout_batch_size_per_device`` before whitening), then oat's PPO-clip update runs.
+
+Everything is checked before any GPU work (`gem_oat.validate_args` makes every env once).
+"""
+
+from __future__ import annotations
+
+import logging
+
+
+def main() -> None:
+    import launchpad as lp
+    from gem_oat import GemActor, GemArgs, GemLearner, check_oat_version, validate_args
+    from oat.args import default_args_validation, get_default_args
+    from oat.interface import get_program
+
+    # ---- prologue: arguments, checks (no GPU touched yet) ----------------------------
+    check_oat_version()
+    args: GemArgs = get_default_args(GemArgs)
+    args.algo = "PPO"
+    validate_args(args)  # env ids, kwargs, wrappers (each env made once), oat's multi-turn limits
+    args = default_args_validation(args)
+    logging.getLogger().setLevel(logging.INFO)
+    logging.info("gem-oat: envs %s (weights %s), gamma %s", args.env_ids, args.env_weights or "uniform", args.gamma)
+
+    # ---- the oat program: actors play GEM envs, learners run oat's ReBN PPO -----------
+    program, local_resources = get_program(args, learner_cls=GemLearner, actor_cls=GemActor)
+    lp.launch(program, launch_type=args.launch_type, local_resources=local_resources, terminal="current_terminal")
+
+
+if __name__ == "__main__":
+    main()
