@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2 test-openrlhf venv-openrlhf
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2 test-openrlhf venv-openrlhf test-oat venv-oat
 
 # The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
 # gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
@@ -61,6 +61,18 @@ OPENRLHF_PY := $(OPENRLHF_VENV)/bin/python
 OPENRLHF_DEPS := $(OPENRLHF_DIR)/requirements-test.txt $(OPENRLHF_DIR)/requirements-nodeps.txt $(OPENRLHF_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
 OPENRLHF_STAMP_KEY := $(shell cat $(OPENRLHF_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 OPENRLHF_STAMP := $(OPENRLHF_VENV)/.installed-$(OPENRLHF_STAMP_KEY)
+
+# The oat adapter's own venv (integrations/oat): oat-llm 0.2.4 declares Requires-Python <3.11
+# and pins CUDA-only packages, so its CPU-installable requirements (requirements-test.txt,
+# with the shared constraints: the CPU torch; transformers 4.51.3 fits gem-core[rl]) go first,
+# then oat itself --no-deps --ignore-requires-python (requirements-oat.txt). Keyed by a hash of
+# both requirement files, its pyproject, the core's pyproject, the constraints and the clone's location.
+OAT_DIR := integrations/oat
+OAT_VENV ?= $(GEM_CACHE)/venv-oat
+OAT_PY := $(OAT_VENV)/bin/python
+OAT_DEPS := $(OAT_DIR)/requirements-test.txt $(OAT_DIR)/requirements-oat.txt $(OAT_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+OAT_STAMP_KEY := $(shell cat $(OAT_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+OAT_STAMP := $(OAT_VENV)/.installed-$(OAT_STAMP_KEY)
 
 $(STAMP): $(CORE_DEPS)
 	@mkdir -p "$(GEM_CACHE)"
@@ -115,6 +127,17 @@ $(OPENRLHF_STAMP): $(OPENRLHF_DEPS)
 
 venv-openrlhf: $(OPENRLHF_STAMP)
 
+$(OAT_STAMP): $(OAT_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(OAT_PY)" || $(PYTHON) -m venv "$(OAT_VENV)"
+	"$(OAT_PY)" -m pip install --quiet --upgrade pip
+	cd $(OAT_DIR) && "$(OAT_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -e "../..[rl]"
+	cd $(OAT_DIR) && "$(OAT_PY)" -m pip install --quiet --no-deps --ignore-requires-python -r requirements-oat.txt -e .
+	@rm -f "$(OAT_VENV)"/.installed-*
+	@touch "$(OAT_STAMP)"
+
+venv-oat: $(OAT_STAMP)
+
 # bubblewrap isolates the Python sandbox (gem_core.sandbox). Installed with apt where apt
 # exists (as root or through sudo); elsewhere install it with your package manager. Without
 # it the sandbox falls back to weaker isolation with a warning, and the tests that need it
@@ -136,7 +159,7 @@ demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
 # The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl test-trl test-rl2 test-openrlhf
+test: test-core test-verl test-trl test-rl2 test-openrlhf test-oat
 
 test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
@@ -153,6 +176,9 @@ test-rl2: $(RL2_STAMP)
 test-openrlhf: $(OPENRLHF_STAMP)
 	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pytest -q $(PYTEST_ARGS)
 
+test-oat: $(OAT_STAMP)
+	cd $(OAT_DIR) && "$(OAT_PY)" -m pytest -q $(PYTEST_ARGS)
+
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
 
@@ -160,4 +186,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)" "$(OPENRLHF_VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)" "$(OPENRLHF_VENV)" "$(OAT_VENV)"
