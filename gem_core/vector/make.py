@@ -16,10 +16,11 @@ from gem_core.vector.vector_env import AutoresetMode, VectorEnv, expand_seed
 
 __all__ = ["make_vec", "VECTORIZATION_MODES"]
 
-VECTORIZATION_MODES = ("sync", "async")
+VECTORIZATION_MODES = ("sync", "async", "ray")
 _OPTIONS = {
     "sync": ("on_error",),
     "async": ("on_error", "num_workers", "context", "timeout"),
+    "ray": ("on_error", "num_workers", "timeout", "ray_options", "address", "connect_timeout"),
 }
 
 
@@ -61,7 +62,9 @@ def make_vec(
             a weighted mixture (a `Mixture` or a dict ``{env_id: weight}``).
         num_envs: the number of sub-envs; default: the length of the ``env_id`` list,
             or 1.
-        vectorization_mode: ``"sync"`` (`SyncVectorEnv`) or ``"async"`` (`AsyncVectorEnv`).
+        vectorization_mode: ``"sync"`` (`SyncVectorEnv`), ``"async"`` (`AsyncVectorEnv`) or
+            ``"ray"`` (`gem_core.distributed.RayVectorEnv`: sub-envs on Ray actors; needs
+            ``gem-core[ray]``).
         autoreset_mode: see `AutoresetMode` (default ``NEXT_STEP``).
         seed: seeds of the first ``reset()`` called without a seed: an int ``s`` seeds
             sub-env ``i`` with ``s + i``; a list gives one int-or-None per sub-env. Later
@@ -73,7 +76,8 @@ def make_vec(
             sub-env (a list). ``max_turns`` here overrides the spec's turn limit. Not
             with a mixture: give per-id kwargs as ``Mixture(weights, env_kwargs={id: {...}})``.
         **vector_kwargs: options of the vector class: ``on_error`` (both modes);
-            ``num_workers``, ``context``, ``timeout`` (async).
+            ``num_workers``, ``context``, ``timeout`` (async); ``num_workers``, ``timeout``,
+            ``ray_options``, ``address``, ``connect_timeout`` (ray).
 
     Returns:
         The vector env (not reset yet).
@@ -112,7 +116,7 @@ def make_vec(
         )
     if vectorization_mode not in VECTORIZATION_MODES:
         raise InvalidArgument(
-            f"vectorization_mode must be 'sync' or 'async', got {vectorization_mode!r}"
+            f"vectorization_mode must be 'sync', 'async' or 'ray', got {vectorization_mode!r}"
         )
     allowed = _OPTIONS[vectorization_mode]
     unknown = sorted(set(vector_kwargs) - set(allowed))
@@ -164,7 +168,10 @@ def make_vec(
             functools.partial(make, env_spec, wrappers=extra, **kw)
             for env_spec, kw in zip(specs, kwargs_list, strict=True)
         ]
-    cls = SyncVectorEnv if vectorization_mode == "sync" else AsyncVectorEnv
+    if vectorization_mode == "ray":
+        from gem_core.distributed.vector import RayVectorEnv as cls
+    else:
+        cls = SyncVectorEnv if vectorization_mode == "sync" else AsyncVectorEnv
     vec = cls(env_fns, autoreset_mode=autoreset_mode, **vector_kwargs)
     vec._first_reset_seed = seeds
     return vec

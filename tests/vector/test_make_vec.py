@@ -111,7 +111,7 @@ def test_gem_core_exposes_make_vec_and_autoreset_mode():
         (("toy:Echo-v0", 3), {"seed": [1, 2]}, r"make_vec\(seed=...\) got a list of 2 seeds for 3 sub-envs"),
         (("toy:Echo-v0", 0), {}, "num_envs must be a positive int, got 0"),
         (("toy:Echo-v0", True), {}, "num_envs must be a positive int, got True"),
-        (("toy:Echo-v0", 2), {"vectorization_mode": "threads"}, "vectorization_mode must be 'sync' or 'async', got 'threads'"),
+        (("toy:Echo-v0", 2), {"vectorization_mode": "threads"}, "vectorization_mode must be 'sync', 'async' or 'ray', got 'threads'"),
         (("toy:Echo-v0", 2), {"num_workers": 2}, r"vectorization_mode='sync'\) got unknown option\(s\) 'num_workers'; it accepts on_error"),
         (("toy:Echo-v0", 2), {"word_length": 2}, r"unknown option\(s\) 'word_length'.*env_kwargs=\{...\}"),
         (("toy:Echo-v0", 2), {"wrappers": Shout}, "wrappers must be a list of callables"),
