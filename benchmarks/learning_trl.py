@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tag", default="v1")
     p.add_argument("--target", type=float, default=0.9, help="held-out success that stops a run")
     p.add_argument("--budget-s", type=float, default=900.0, help="wall-time budget of a run (training stops after it)")
-    p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N TRL steps")
+    p.add_argument("--eval-every", type=int, default=50, help="held-out evaluation every N TRL steps")
     p.add_argument("--force", action="store_true")
     args = p.parse_args(argv)
     out = RESULTS / f"trl-{args.tag}"

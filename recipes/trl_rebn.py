@@ -30,10 +30,11 @@ returns ``G_t = sum_k gamma^k r_{t+k}`` normalised over every turn of the batch.
 3. **Evaluation**: greedy play on held-out env seeds, next to the env's random policy and
    the binary-search oracle (every ``--eval_every`` steps and at the end).
 
-What the model reads (``--history summary``, the default): each observation is the env's
-one-line state summary (``Range 1-10; target in [6, 8]. Guesses so
-far: ...``), inside the packed conversation; ``--history chat`` keeps the env's own
-observations.
+What the model reads (``--history interval``, the default): each observation is only the
+interval still possible, ``target in [6, 8]``, inside the packed conversation (the whole
+episode is one completion, so short observations keep the sequences short);
+``--history summary`` shows the env's one-line state summary (``Range 1-10; target in
+[6, 8]. Guesses so far: ...``), ``--history chat`` the env's own observations.
 
 Outputs in ``<output_dir>/<run_name>/``: ``metrics.jsonl`` (TRL's log history),
 ``evals.jsonl``, ``learning_curve.png`` and ``summary.json`` (the same layout as the CPU
@@ -70,7 +71,7 @@ class ScriptArgs:
     model: str = field(default="tiny", metadata={"help": "'tiny' (built offline, random weights) or a model path / hub id"})
     run_name_prefix: str = field(default="trl_rebn", metadata={"help": "the run directory starts with it"})
     env_id: str = field(default="game:GuessTheNumber-v0-easy", metadata={"help": "a GuessTheNumber env id"})
-    history: str = field(default="summary", metadata={"help": "'summary' (each observation is the env's one-line state summary) or 'chat'"})
+    history: str = field(default="interval", metadata={"help": "what each observation is: 'summary' (the env's one-line state summary), 'interval' (only 'target in [lo, hi]') or 'chat' (the env's own)"})
     format_error: str = field(default="terminate", metadata={"help": "what a malformed answer does in training: 'terminate' or 'retry'"})
     train_seeds: int = field(default=10_000, metadata={"help": "env seeds 0..N-1 form the training dataset"})
     threads: int = field(default=2, metadata={"help": "torch CPU threads"})
@@ -125,6 +126,22 @@ class StateSummaryObservation(gem_core.ObservationWrapper):
         return observation if summary is None else summary
 
 
+class IntervalObservation(gem_core.ObservationWrapper):
+    """Replaces each observation with the interval still possible, ``target in [6, 8]`` (``--history interval``).
+
+    The whole conversation stays in the packed completion, so the shorter each observation,
+    the shorter the sequences the model reads and trains on.
+    """
+
+    def observation(self, observation: Any) -> Any:
+        env = self.env.unwrapped
+        low, high = getattr(env, "low", None), getattr(env, "high", None)
+        return observation if low is None or high is None else f"target in [{low}, {high}]"
+
+
+HISTORY_WRAPPERS = {"summary": [StateSummaryObservation], "interval": [IntervalObservation], "chat": []}
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[ScriptArgs, Any]:
     """``(ScriptArgs, GemGRPOConfig)`` from the command line (TRL's HfArgumentParser)."""
     from gem_trl import GemGRPOConfig
@@ -133,8 +150,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ScriptArgs, Any]:
     parser = HfArgumentParser((ScriptArgs, GemGRPOConfig))
     parser.set_defaults(**CONFIG_DEFAULTS)
     script, config = parser.parse_args_into_dataclasses(args=argv)
-    if script.history not in ("summary", "chat"):
-        parser.error(f"--history must be 'summary' or 'chat', got {script.history!r}")
+    if script.history not in HISTORY_WRAPPERS:
+        parser.error(f"--history must be one of {', '.join(HISTORY_WRAPPERS)}, got {script.history!r}")
     if script.format_error not in ("terminate", "retry"):
         parser.error(f"--format_error must be 'terminate' or 'retry', got {script.format_error!r}")
     return script, config
@@ -232,7 +249,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t_start = time.perf_counter()
 
     # ---- Env, model, formatter ----------------------------------------------------------
-    wrappers = [StateSummaryObservation] if script.history == "summary" else []
+    wrappers = HISTORY_WRAPPERS[script.history]
     config.env_kwargs = {**(config.env_kwargs or {}), "format_error": script.format_error, "wrappers": wrappers}
     eval_kwargs = {"wrappers": wrappers}
     probe = gem_core.make(script.env_id)

@@ -43,4 +43,4 @@ def test_the_tiny_recipe_trains_and_writes_its_summary(tmp_path) -> None:
 
 def test_a_bad_history_is_refused(tmp_path) -> None:
     out = _run("--history", "none", "--output_dir", str(tmp_path), cwd=tmp_path)
-    assert out.returncode == 2 and "--history must be 'summary' or 'chat', got 'none'" in out.stderr
+    assert out.returncode == 2 and "--history must be one of summary, interval, chat, got 'none'" in out.stderr
