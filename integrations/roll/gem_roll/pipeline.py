@@ -1,0 +1,90 @@
+"""``pipeline_cls: gem_roll.pipeline.GemAgenticPipeline``: ROLL's agentic pipeline with exact ReBN.
+
+ROLL's ``agentic_reward_norm`` normalises with the sample std (``ddof=1``) and ``1e-6``:
+``step_reinforce`` with ``reward_normalization: {grouping: batch, method: mean_std}`` is
+ReBN × sqrt((n-1)/n). `GemAgenticPipeline` runs ROLL's own ``AgenticPipeline.run`` with
+that one function replaced, for the run, by `population_std_reward_norm` (population std,
+`gem_roll.normalize.DEFAULT_EPS`), so the whole chain — ``compute_discounted_returns``
+(per ``traj_id``, by ``step``, with ``step_reward_gamma``), ``compute_response_level_rewards``,
+``compute_token_reward``, ``agentic_compute_advantage`` (use ``gamma: 1``) — is ROLL's and
+the result is ReBN exactly. Normalisations other than mean and std over the same scope
+(batch/batch or group/group) run ROLL's own code.
+
+Needs ROLL on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from roll.pipeline.agentic import utils as _roll_utils
+from roll.pipeline.agentic.agentic_pipeline import AgenticPipeline
+
+from gem_core.errors import InvalidArgument
+from gem_roll.normalize import DEFAULT_EPS, normalize_returns
+
+__all__ = ["GemAgenticPipeline", "population_std_reward_norm", "exact_reward_norm"]
+
+_NATIVE = _roll_utils.agentic_reward_norm
+_PATCH_LOCK = threading.RLock()
+
+
+@torch.no_grad()
+def population_std_reward_norm(
+    batch: Any, reward_normalization: Any, *, eps: float = DEFAULT_EPS, native: Callable[..., Any] = _NATIVE
+) -> torch.Tensor:
+    """ROLL's ``agentic_reward_norm`` with the population std (same arguments, same result shape).
+
+    Mean and std both over the batch: ReBN (`gem_roll.normalize.normalize_returns`); both
+    per group (``grouping: <non_tensor_batch key>``): each group normalised on its own. Any
+    other combination (no std, mean only, mixed scopes) is ROLL's ``native`` function.
+    """
+    mean_type = reward_normalization.norm_mean_type
+    std_type = reward_normalization.norm_std_type
+    if mean_type != std_type or mean_type not in ("batch", "group"):
+        return native(batch, reward_normalization)
+    scores = batch.batch["scores"]
+    values = scores.detach().to(torch.float64).cpu().numpy().reshape(-1)
+    groups = None
+    if mean_type == "group" and reward_normalization.grouping != "batch":
+        key = reward_normalization.grouping
+        if key not in batch.non_tensor_batch:
+            raise InvalidArgument(
+                f"reward_normalization.grouping is {key!r}, but the batch has no such key "
+                f"(non-tensor keys: {sorted(batch.non_tensor_batch)}); use 'batch' or one of those"
+            )
+        groups = [str(g) for g in np.asarray(batch.non_tensor_batch[key]).reshape(-1)]
+    out = normalize_returns(values, groups, eps=eps)
+    return torch.as_tensor(out.reshape(tuple(scores.shape)), dtype=scores.dtype, device=scores.device)
+
+
+@contextlib.contextmanager
+def exact_reward_norm(eps: float = DEFAULT_EPS) -> Iterator[None]:
+    """Within the block, ROLL's agentic reward normalisation uses the population std."""
+    with _PATCH_LOCK:
+        previous = _roll_utils.agentic_reward_norm
+        _roll_utils.agentic_reward_norm = functools.partial(population_std_reward_norm, eps=eps, native=_NATIVE)
+        try:
+            yield
+        finally:
+            _roll_utils.agentic_reward_norm = previous
+
+
+class GemAgenticPipeline(AgenticPipeline):
+    """ROLL's ``AgenticPipeline`` whose reward normalisation uses the population std (exact ReBN).
+
+    Attributes:
+        eps: the std offset (`gem_roll.normalize.DEFAULT_EPS`, as `gem_core.rl.advantages.rebn`).
+    """
+
+    eps: float = DEFAULT_EPS
+
+    def run(self) -> Any:
+        with exact_reward_norm(self.eps):
+            return super().run()

@@ -1,0 +1,226 @@
+"""Drive ROLL's real classes for the tests: config through Hydra + dacite, env managers'
+``run_rollout_loop`` against ROLL's ``GroupQueueManager`` on a local Ray, the step_reinforce chain.
+
+Only the LLM is replaced: ``gem_scripted``, an LLM proxy in ROLL's own registry
+(``llm_proxy.proxy_type``), answers with a conformance scenario's scripted tokens scored
+by a tiny real model (`gem_core.rl.testing.TinyModelGenerator`).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+from dacite import from_dict
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from roll.distributed.scheduler.protocol import DataProto
+from roll.distributed.scheduler.rollout_scheduler import GroupQueueManager
+from roll.pipeline.agentic.agentic_config import AgenticConfig
+from roll.pipeline.agentic.llm_proxy import BaseLLMProxy, register_llm_proxy
+from roll.pipeline.agentic.utils import (
+    agentic_compute_advantage,
+    compute_discounted_returns,
+    compute_response_level_rewards,
+)
+from roll.utils.functionals import compute_token_reward
+from roll.utils.import_utils import safe_import_class
+from roll.utils.kl_controller import get_kl_controller
+from tensordict import TensorDict
+
+from gem_core.rl import Turn, pack_turns, turn_spans
+from gem_core.rl.testing import TinyModelGenerator
+from gem_core.testing.conformance import scenario_script
+from gem_roll.config import roll_config, write_config
+from gem_roll.pipeline import exact_reward_norm
+
+
+@register_llm_proxy("gem_scripted")
+class ScriptedProxy(BaseLLMProxy):
+    """The scenario's scripted responses, scored by the tiny model (``proxy_config``: scenario, model_path)."""
+
+    def __init__(self, generate_scheduler, llm_proxy_config, tokenizer, env):
+        super().__init__(generate_scheduler, llm_proxy_config, tokenizer, env)
+        cfg = llm_proxy_config.proxy_config
+        self.generator = TinyModelGenerator(cfg["model_path"], script=functools.partial(scenario_script, cfg["scenario"]))
+
+    def generate(self, messages, lm_input, generation_config):
+        prompt = [int(t) for t in lm_input.batch["input_ids"][0].tolist()]
+        ids, logprobs = self.generator.complete(prompt, int(generation_config["max_new_tokens"]))
+        lm_input.batch["responses"] = torch.tensor([ids], dtype=torch.long).reshape(1, len(ids))
+        lm_input.batch["infer_logprobs"] = torch.tensor([logprobs], dtype=torch.float).reshape(1, len(ids))
+        return lm_input
+
+
+def load_config(path: Path) -> AgenticConfig:
+    """What ``start_agentic_pipeline.py`` does: Hydra compose, then dacite into ``AgenticConfig``."""
+    with initialize_config_dir(config_dir=str(path.parent.resolve()), version_base=None, job_name="gem_roll_test"):
+        cfg = compose(config_name=path.stem)
+    return from_dict(data_class=AgenticConfig, data=OmegaConf.to_container(cfg, resolve=True))
+
+
+def scenario_yaml(directory: Path, scenario: Any, model_path: str, env_manager_cls: str, *, exact: bool = True) -> Path:
+    """The recipe's YAML for one scenario: one group per seed, one episode each, the scripted proxy."""
+    config = roll_config(
+        model=model_path,
+        envs=[scenario.env_id],
+        gamma=scenario.gamma,
+        exact=exact,
+        env_manager_cls=env_manager_cls,
+        num_env_groups=len(scenario.seeds),
+        max_tokens_per_step=scenario.max_new_tokens,
+        sequence_length=2048,
+        env_kwargs=scenario.env_kwargs_dict,
+        output_dir=str(directory / "output"),
+        exp_name=f"test_{scenario.name}",
+        num_gpus_per_node=1,
+    )
+    manager = config["train_env_manager"]
+    manager["max_traj_per_env"] = 1
+    manager["max_env_num_per_worker"] = len(scenario.seeds)
+    manager["llm_proxy"] = {"proxy_type": "gem_scripted", "proxy_config": {"scenario": scenario.name, "model_path": model_path}}
+    config["actor_infer"]["generating_args"]["temperature"] = 0.0
+    name = f"{scenario.name}_{env_manager_cls.rsplit('.', 1)[-1]}_{'exact' if exact else 'native'}"
+    return write_config(config, directory / f"{name}.yaml")
+
+
+def run_rollouts(pipeline_config: AgenticConfig, tokenizer: Any, seeds: list[int], timeout: float = 120.0) -> list[DataProto]:
+    """ROLL's env managers' ``run_rollout_loop``, one thread per env (as ROLL's EnvironmentWorker
+    runs them), collected through ROLL's ``GroupQueueManager``; one DataProto per group, by group."""
+    manager_config = pipeline_config.train_env_manager
+    env_configs = [ec for rank in manager_config.env_configs.values() for ec in rank.values()]
+    for ec in env_configs:  # ROLL draws group seeds at random: pin them to the scenario's
+        ec["group_seed"] = int(seeds[ec["group_id"]])
+    queue = GroupQueueManager.options(max_concurrency=len(env_configs) + 4).remote(pipeline_config, manager_config, "train")
+    ray.get(queue.advance_step.remote(0))
+    lock = threading.Lock()
+    managers = []
+    for ec in env_configs:
+        cls = safe_import_class(ec["env_manager_cls"])
+        m = cls(
+            worker_config=manager_config,
+            pipeline_config=pipeline_config,
+            env_config=ec,
+            tokenizer=tokenizer,
+            generate_scheduler=None,
+            output_queue=queue,
+            thread_lock=lock,
+            mode="train",
+        )
+        m.update_step(0)
+        managers.append(m)
+    errors: list[BaseException] = []
+
+    def loop(m):
+        try:
+            m.run_rollout_loop(DataProto(meta_info={"seed": 0}))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop, args=(m,), daemon=True) for m in managers]
+    for t in threads:
+        t.start()
+    try:
+        batch = ray.get(queue.get_batch.remote(len(seeds), 0), timeout=timeout)
+    finally:
+        for m in managers:
+            m.stop()
+        ray.get(queue.shutdown.remote())
+        for t in threads:
+            t.join(timeout=30)
+        for m in managers:
+            m.env.close()
+        ray.kill(queue)
+    if errors:
+        raise errors[0]
+    by_group = sorted(batch, key=lambda d: int(d.non_tensor_batch["group_ids"][0]))
+    return by_group
+
+
+def step_samples_to_packed(rollout: DataProto) -> Any:
+    """A step manager's per-turn samples of one episode as one `gem_core.rl.PackedEpisode` (via pack_turns)."""
+    order = np.argsort(rollout.non_tensor_batch["step"].astype(np.int64))
+    turns: list[Turn] = []
+    previous: list[int] | None = None
+    for k in order:
+        ids = rollout.batch["input_ids"][k]
+        attn = rollout.batch["attention_mask"][k].bool()
+        resp = rollout.batch["response_mask"][k].bool()
+        prompt = ids[attn & ~resp].tolist()
+        response = ids[resp].tolist()
+        lp_full = torch.cat([torch.zeros(1), rollout.batch["infer_logprobs"][k].float()]) if "infer_logprobs" in rollout.batch.keys() else torch.zeros(ids.shape[0])
+        logprobs = lp_full[resp].tolist()
+        if previous is None:
+            delta = prompt
+        else:
+            assert prompt[: len(previous)] == previous, "turn prompt does not extend the previous turn's prompt + response"
+            delta = prompt[len(previous):]
+        turns.append(Turn(prompt_ids=delta, response_ids=response, response_logprobs=logprobs,
+                          reward=float(rollout.non_tensor_batch["step_scores"][k]), starts_sample=previous is None))
+        previous = prompt + response
+    return pack_turns(turns)
+
+
+def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, response_mask: np.ndarray, gamma: float, *, exact: bool) -> np.ndarray:
+    """Packed rows -> ROLL step samples (one per turn) -> ROLL's own step_reinforce chain -> packed advantages."""
+    mask = np.asarray(response_mask) != 0
+    rewards = np.asarray(token_rewards, dtype=np.float64)
+    samples = []  # (row, start, end, step)
+    for i, spans in enumerate(turn_spans(mask)):
+        for k, (s, e) in enumerate(spans):
+            samples.append((i, s, e, k))
+    out = np.zeros(rewards.shape)
+    if not samples:
+        return out
+    width = 1 + max(e - s for _, s, e, _ in samples)
+    n = len(samples)
+    resp = torch.zeros(n, width, dtype=torch.bool)
+    attn = torch.zeros(n, width, dtype=torch.long)
+    for j, (_, s, e, _) in enumerate(samples):
+        resp[j, 1 : 1 + e - s] = True
+        attn[j, : 1 + e - s] = 1
+    step_scores = np.array([float(rewards[i, s:e].sum()) for i, s, e, _ in samples], dtype=object)
+    batch = DataProto(
+        batch=TensorDict(
+            {
+                "input_ids": torch.zeros(n, width, dtype=torch.long),
+                "attention_mask": attn,
+                "position_ids": (attn.cumsum(-1) - 1).clamp(min=0) * attn,
+                "response_mask": resp,
+                "prompt_mask": ~resp & attn.bool(),
+                "scores": torch.zeros(n, width),
+                "old_log_probs": torch.zeros(n, width - 1),
+                "ref_log_probs": torch.zeros(n, width - 1),
+            },
+            batch_size=n,
+        ),
+        non_tensor_batch={
+            "traj_id": np.array([f"row{i}" for i, *_ in samples], dtype=object),
+            "traj_group_id": np.array([f"row{i}" for i, *_ in samples], dtype=object),
+            "step": np.array([k for *_, k in samples], dtype=object),
+            "step_scores": step_scores,
+            "tags": np.array(["t"] * n, dtype=object),
+        },
+    )
+    batch = compute_discounted_returns(batch, pipeline_config.adv_estimator, gamma)
+    if exact:
+        with exact_reward_norm():
+            batch, _ = compute_response_level_rewards(batch=batch, pipeline_config=pipeline_config)
+    else:
+        batch, _ = compute_response_level_rewards(batch=batch, pipeline_config=pipeline_config)
+    kl_ctrl = get_kl_controller(init_kl_coef=pipeline_config.init_kl_coef, target_kl=pipeline_config.target_kl, kl_horizon=pipeline_config.kl_horizon)
+    batch, _ = compute_token_reward(batch, pipeline_config, kl_ctrl)
+    batch = agentic_compute_advantage(
+        data=batch, gamma=pipeline_config.gamma, lambd=pipeline_config.lambd, adv_estimator=pipeline_config.adv_estimator,
+        advantage_clip=pipeline_config.advantage_clip, whiten_advantages=pipeline_config.whiten_advantages,
+        whiten_rewards=pipeline_config.whiten_rewards, pipeline_config=pipeline_config,
+    )
+    adv = batch.batch["advantages"].double().numpy()  # [n, width - 1]: token j+1 of each sample
+    for j, (i, s, e, _) in enumerate(samples):
+        out[i, s:e] = adv[j, : e - s]
+    return out

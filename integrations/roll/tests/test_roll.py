@@ -1,0 +1,146 @@
+"""Through ROLL's real classes (needs GEM_ROLL_SRC and the full venv; skipped with the reason otherwise).
+
+- the recipe's YAML -> Hydra + dacite -> ``AgenticConfig``;
+- ROLL's env managers' ``run_rollout_loop`` (our managers, ROLL's queue, local Ray) give the
+  reference's per-step rewards; a finished env is not stepped again;
+- `TestRollAdapter`: the adapter suite — our step manager's samples packed back equal the
+  reference's tokens, and ROLL's own step_reinforce chain with our normalisation equals the
+  reference ReBN (1e-6);
+- ROLL's native step_reinforce (no pipeline class) = ReBN × sqrt((n-1)/n).
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROLL_SKIP
+
+if ROLL_SKIP:
+    pytest.skip(ROLL_SKIP, allow_module_level=True)
+
+import numpy as np  # noqa: E402
+
+from gem_core.testing.adapter_suite import AdapterSuite, reference_for  # noqa: E402
+from gem_core.testing.conformance import SCENARIO, SCENARIOS  # noqa: E402
+from gem_roll.config import EXACT_PIPELINE, NATIVE_PIPELINE, STEP_ENV_MANAGER, TRAJ_ENV_MANAGER  # noqa: E402
+from gem_roll.normalize import native_ratio  # noqa: E402
+
+_STATE: dict = {}
+
+
+@pytest.fixture(scope="module")
+def harness(roll_runtime, tiny_model_path, tmp_path_factory):
+    import roll_harness
+    from transformers import AutoTokenizer
+
+    _STATE.update(
+        h=roll_harness,
+        tokenizer=AutoTokenizer.from_pretrained(tiny_model_path, local_files_only=True),
+        model=tiny_model_path,
+        dir=tmp_path_factory.mktemp("yaml"),
+        runtime=roll_runtime,
+    )
+    return _STATE
+
+
+def _config(scenario, manager, *, exact=True):
+    h = _STATE["h"]
+    path = h.scenario_yaml(_STATE["dir"], scenario, _STATE["model"], manager, exact=exact)
+    return h.load_config(path), path
+
+
+def test_agentic_config_from_the_recipe_yaml(harness):
+    config, path = _config(SCENARIO, STEP_ENV_MANAGER)
+    assert config.adv_estimator == "step_reinforce"
+    assert config.step_reward_gamma == pytest.approx(0.9) and config.gamma == 1.0
+    assert config.reward_normalization.norm_mean_type == "batch" and config.reward_normalization.norm_std_type == "batch"
+    tag = "GuessTheNumber_v0_easy"
+    assert config.custom_envs[tag]["env_manager_cls"] == STEP_ENV_MANAGER
+    assert config.custom_envs[tag]["env_type"] == "game:GuessTheNumber-v0-easy"
+    import yaml
+
+    assert yaml.safe_load(path.read_text())["pipeline_cls"] == EXACT_PIPELINE
+    from roll.utils.import_utils import safe_import_class
+
+    from gem_roll.pipeline import GemAgenticPipeline
+
+    assert safe_import_class(EXACT_PIPELINE) is GemAgenticPipeline
+    assert issubclass(GemAgenticPipeline, safe_import_class(NATIVE_PIPELINE))
+
+
+@pytest.mark.parametrize("manager", [STEP_ENV_MANAGER, TRAJ_ENV_MANAGER])
+def test_run_rollout_loop_gives_the_reference_step_rewards(harness, manager):
+    config, _ = _config(SCENARIO, manager)
+    rollouts = _STATE["h"].run_rollouts(config, _STATE["tokenizer"], list(SCENARIO.seeds))
+    reference = reference_for(SCENARIO, _STATE["tokenizer"])
+    assert len(rollouts) == len(SCENARIO.seeds), f"{len(rollouts)} episodes for {len(SCENARIO.seeds)} seeds"
+    for i, (rollout, episode) in enumerate(zip(rollouts, reference.episodes, strict=True)):
+        want = [t.reward for t in episode.turns]
+        if manager == STEP_ENV_MANAGER:
+            order = np.argsort(rollout.non_tensor_batch["step"].astype(int))
+            got = [float(rollout.non_tensor_batch["step_scores"][k]) for k in order]
+        else:
+            got = [float(x) for x in rollout.non_tensor_batch["step_scores"][0]]
+        assert got == pytest.approx(want, abs=1e-9), f"seed {SCENARIO.seeds[i]} ({manager}): step rewards {got} != reference {want}"
+
+
+def test_logs_and_ray_files_stay_in_the_temp_dir(harness):
+    runtime = _STATE["runtime"]
+    assert any(runtime["logs"].iterdir()), f"ROLL wrote no log into ROLL_LOG_DIR={runtime['logs']}"
+    assert any(runtime["ray"].glob("session_*")), f"Ray wrote no session into RAY_TMPDIR={runtime['ray']}"
+
+
+def test_a_truncating_env_is_not_stepped_again(harness):
+    """The turn limit truncates (terminated False): ROLL alone would step the ended env again."""
+    from gem_core.testing.conformance import ConformanceScenario
+
+    scenario = ConformanceScenario(name="guess", responses=(r"\boxed{1}",), seeds=(3,))  # never right: truncates
+    config, _ = _config(scenario, STEP_ENV_MANAGER)
+    for tag in config.custom_envs:
+        config.custom_envs[tag]["max_steps"] = 50  # ROLL's own limit far above the env's 4 turns
+    config.train_env_manager.env_configs[0][0]["max_steps"] = 50
+    (rollout,) = _STATE["h"].run_rollouts(config, _STATE["tokenizer"], [3])
+    assert len(rollout) == 4, f"expected the env's 4 turns, got {len(rollout)} steps"
+
+
+def test_native_step_reinforce_is_rebn_times_the_ratio(harness):
+    config, _ = _config(SCENARIO, STEP_ENV_MANAGER, exact=False)
+    rng = np.random.default_rng(0)
+    mask = (rng.random((6, 30)) < 0.6).astype(np.int64)
+    rewards = np.where(mask == 1, rng.normal(size=mask.shape), 0.0)
+    exact = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True)
+    native = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=False)
+    from gem_core.rl import turn_spans
+
+    n = sum(len(s) for s in turn_spans(mask != 0))
+    ratio = native[mask != 0] / exact[mask != 0]
+    assert np.allclose(ratio, native_ratio(n), rtol=1e-4), (
+        f"native/exact = {ratio.min():.6f}..{ratio.max():.6f}, documented sqrt(({n}-1)/{n}) = {native_ratio(n):.6f}"
+    )
+    assert not np.allclose(native, exact, atol=1e-3), "native step_reinforce should not be exact ReBN"
+
+
+class TestRollAdapter(AdapterSuite):
+    """The adapter suite through ROLL: ``GemStepEnvManager.run_rollout_loop`` and ROLL's step_reinforce chain."""
+
+    scenarios = tuple(
+        s for s in SCENARIOS if s not in ("empty_turn", "truncated")
+    )  # empty_turn: ROLL's StepEnvManager.formulate_rollouts needs >= 1 response token per step
+    # (response_masks.index(1)); truncated: ROLL has no per-turn truncation penalty (the cut
+    # response goes to the env, as with scenario.truncated_response="pass").
+
+    @pytest.fixture(autouse=True)
+    def _harness(self, harness):
+        return harness
+
+    def tokenizer(self):
+        return _STATE["tokenizer"]
+
+    def rollout(self, scenario):
+        config, _ = _config(scenario, STEP_ENV_MANAGER)
+        h = _STATE["h"]
+        return [h.step_samples_to_packed(r) for r in h.run_rollouts(config, _STATE["tokenizer"], list(scenario.seeds))]
+
+    def advantages(self, token_rewards, response_mask, *, gamma):
+        if "exact" not in _STATE:
+            _STATE["exact"] = _config(SCENARIO, STEP_ENV_MANAGER)[0]
+        return _STATE["h"].step_reinforce(_STATE["exact"], token_rewards, response_mask, gamma, exact=True)
