@@ -692,3 +692,19 @@ register(
     description="A task drawn per episode from the 15 mcp:* shop tasks (shop MCP server).",
 )
 # (mcp: end)
+
+# --- tau (gem_core.envs.tau): customer-service conversations, the user played by a simulator. ---
+register(
+    "tau:Retail-v0",
+    "gem_core.envs.tau.env:make_retail_env",
+    kwargs={"tasks": "base", "max_turns": 30, "on_violation": "refuse"},
+    max_turns=30,
+    description="Retail customer service over SQLite with a simulated user (23 base tasks; scripted user by default).",
+)
+register(
+    "tau:Retail-v0-hard",
+    "gem_core.envs.tau.env:make_retail_env",
+    kwargs={"tasks": "hard", "max_turns": 40, "on_violation": "terminate"},
+    max_turns=40,
+    description="Retail customer service, hard: 14 multi-request tasks; a policy violation ends the episode.",
+)

@@ -1,0 +1,45 @@
+"""TAU-bench-style customer-service envs (``tau:*``): an assistant and a simulated user over a shop database.
+
+- ``data.py``: the retail database (schema and rows written for gem_core);
+- ``domain.py``: the assistant's tools (look-ups, cancel, modify, return, exchange, transfer);
+- ``policy.py``: the written policy the assistant must follow;
+- ``tasks.py``: 37 authored tasks (goal, user script, expected writes and outputs, near miss);
+- ``env.py``: `RetailEnv` (a `gem_core.multiagent.MultiAgentEnv`) and `make_retail_env`,
+  the assistant's single-agent view that ``tau:Retail-v0`` registers.
+
+Names load lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "RetailEnv",
+    "make_retail_env",
+    "TASKS",
+    "TASK_NAMES",
+    "RetailTask",
+    "reference_script",
+    "POLICY",
+]
+
+_LAZY = {
+    "RetailEnv": "gem_core.envs.tau.env",
+    "make_retail_env": "gem_core.envs.tau.env",
+    "TASKS": "gem_core.envs.tau.tasks",
+    "TASK_NAMES": "gem_core.envs.tau.tasks",
+    "RetailTask": "gem_core.envs.tau.tasks",
+    "reference_script": "gem_core.envs.tau.tasks",
+    "POLICY": "gem_core.envs.tau.policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gem_core.envs.tau' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
