@@ -8,7 +8,14 @@ from collections import Counter
 from typing import Any
 
 from gem_core.envs.tau.data import ITEMS, ORDERS, USERS, build_seed_database
-from gem_core.envs.tau.domain import TOOL_SPECS, WRITE_TOOLS, PolicyViolation, Retail, ToolError
+from gem_core.envs.tau.domain import (
+    TOOL_SPECS,
+    WRITE_TOOLS,
+    PolicyViolation,
+    Retail,
+    ToolError,
+    check_arguments,
+)
 from gem_core.envs.tau.policy import POLICY, is_affirmative
 from gem_core.envs.tau.tasks import LEVELS, TASK_NAMES, TASKS, RetailTask, tool_call
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
@@ -393,6 +400,7 @@ class RetailEnv(MultiAgentEnv):
                 False,
             )
         try:
+            check_arguments(name, arguments)  # a malformed call is a tool error first
             if name in WRITE_TOOLS and not self.confirmed:
                 raise PolicyViolation(
                     "unconfirmed",
