@@ -36,7 +36,8 @@ class SingleAgentView(Env[Any, Any]):
     episode ended). Action: the viewed agent's move, passed to the env unchanged (the
     env handles bad actions). Reward: what the agent earned since its previous move
     (PettingZoo's cumulative reward: rewards given on the other agents' moves count
-    too). ``terminated``/``truncated``/``info``: the agent's entries of the env's dicts.
+    too; those given before its first move count on its first step).
+    ``terminated``/``truncated``/``info``: the agent's entries of the env's dicts.
 
     Seeding: ``reset(seed=s)`` resets the env with ``s`` and each policy that has a
     ``reset`` method with ``derive_agent_seed(s, name)``; with ``seed=None`` they go on
@@ -97,6 +98,7 @@ class SingleAgentView(Env[Any, Any]):
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self._live = False
         self._ended_early = False
+        self._carry = 0.0
         self._closed = False
 
     # --- the Env API ----------------------------------------------------------------
@@ -111,6 +113,8 @@ class SingleAgentView(Env[Any, Any]):
         self._advance()
         self._live = True
         self._ended_early = self.env.done(self.agent)
+        # Rewards given before the agent's first move count on its first step.
+        self._carry = float(self.env._cumulative_rewards.get(self.agent, 0.0))
         self.env._cumulative_rewards[self.agent] = 0.0
         return self.env.observe(self.agent), dict(self.env.infos.get(self.agent, {}))
 
@@ -132,7 +136,8 @@ class SingleAgentView(Env[Any, Any]):
         agent = self.agent
         terminated = bool(self.env.terminations.get(agent, False))
         truncated = bool(self.env.truncations.get(agent, False))
-        reward = float(self.env._cumulative_rewards.get(agent, 0.0))
+        reward = self._carry + float(self.env._cumulative_rewards.get(agent, 0.0))
+        self._carry = 0.0
         self.env._cumulative_rewards[agent] = 0.0
         if terminated or truncated:
             self._live = False
