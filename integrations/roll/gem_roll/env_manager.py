@@ -108,7 +108,16 @@ class _GemEpisode:
 
 
 class GemTrajEnvManager(_GemEpisode, TrajEnvManager):
-    """ROLL's ``TrajEnvManager`` (one packed sample per episode) on gem_core envs."""
+    """ROLL's ``TrajEnvManager`` (one packed sample per episode) on gem_core envs.
+
+    ``agent_system_template: ~`` (no system prompt) becomes an empty system message: ROLL's
+    trajectory formatting concatenates it as a string.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        if self.agent_system_template is None:
+            self.agent_system_template = ""
 
 
 class GemStepEnvManager(_GemEpisode, StepEnvManager):

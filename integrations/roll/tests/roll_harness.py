@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import numpy as np
 import ray
 import torch
 from dacite import from_dict
+from gem_roll.config import roll_config, write_config
+from gem_roll.pipeline import exact_reward_norm
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from roll.distributed.scheduler.protocol import DataProto
@@ -36,8 +39,21 @@ from tensordict import TensorDict
 from gem_core.rl import Turn, pack_turns, turn_spans
 from gem_core.rl.testing import TinyModelGenerator
 from gem_core.testing.conformance import scenario_script
-from gem_roll.config import roll_config, write_config
-from gem_roll.pipeline import exact_reward_norm
+
+_GENERATORS: dict[tuple[str, str], TinyModelGenerator] = {}
+_GENERATORS_LOCK = threading.Lock()
+
+
+def _generator(model_path: str, scenario: str) -> TinyModelGenerator:
+    # One per (model, scenario), loaded under a lock: transformers' from_pretrained is not
+    # thread-safe (concurrent loads can leave a model on the meta device).
+    with _GENERATORS_LOCK:
+        key = (model_path, scenario)
+        if key not in _GENERATORS:
+            gen = TinyModelGenerator(model_path, script=functools.partial(scenario_script, scenario))
+            gen.load()
+            _GENERATORS[key] = gen
+        return _GENERATORS[key]
 
 
 @register_llm_proxy("gem_scripted")
@@ -47,7 +63,7 @@ class ScriptedProxy(BaseLLMProxy):
     def __init__(self, generate_scheduler, llm_proxy_config, tokenizer, env):
         super().__init__(generate_scheduler, llm_proxy_config, tokenizer, env)
         cfg = llm_proxy_config.proxy_config
-        self.generator = TinyModelGenerator(cfg["model_path"], script=functools.partial(scenario_script, cfg["scenario"]))
+        self.generator = _generator(cfg["model_path"], cfg["scenario"])
 
     def generate(self, messages, lm_input, generation_config):
         prompt = [int(t) for t in lm_input.batch["input_ids"][0].tolist()]
@@ -126,7 +142,14 @@ def run_rollouts(pipeline_config: AgenticConfig, tokenizer: Any, seeds: list[int
     for t in threads:
         t.start()
     try:
-        batch = ray.get(queue.get_batch.remote(len(seeds), 0), timeout=timeout)
+        ref = queue.get_batch.remote(len(seeds), 0)
+        deadline = time.monotonic() + timeout
+        while not ray.wait([ref], timeout=0.5)[0]:
+            if errors:
+                raise errors[0]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ROLL's rollout gave no batch in {timeout} s (threads alive: {[t.is_alive() for t in threads]})")
+        batch = ray.get(ref)
     finally:
         for m in managers:
             m.stop()

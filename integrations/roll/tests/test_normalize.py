@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 import pytest
+from gem_roll.normalize import DEFAULT_EPS, native_ratio, normalize_returns
 
 from gem_core.errors import InvalidArgument
-from gem_roll.normalize import DEFAULT_EPS, native_ratio, normalize_returns
 
 
 def plain(values, groups=None, eps=DEFAULT_EPS):

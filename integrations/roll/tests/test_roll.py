@@ -18,11 +18,11 @@ if ROLL_SKIP:
     pytest.skip(ROLL_SKIP, allow_module_level=True)
 
 import numpy as np  # noqa: E402
+from gem_roll.config import EXACT_PIPELINE, NATIVE_PIPELINE, STEP_ENV_MANAGER, TRAJ_ENV_MANAGER  # noqa: E402
+from gem_roll.normalize import native_ratio  # noqa: E402
 
 from gem_core.testing.adapter_suite import AdapterSuite, reference_for  # noqa: E402
 from gem_core.testing.conformance import SCENARIO, SCENARIOS  # noqa: E402
-from gem_roll.config import EXACT_PIPELINE, NATIVE_PIPELINE, STEP_ENV_MANAGER, TRAJ_ENV_MANAGER  # noqa: E402
-from gem_roll.normalize import native_ratio  # noqa: E402
 
 _STATE: dict = {}
 
@@ -59,9 +59,8 @@ def test_agentic_config_from_the_recipe_yaml(harness):
     import yaml
 
     assert yaml.safe_load(path.read_text())["pipeline_cls"] == EXACT_PIPELINE
-    from roll.utils.import_utils import safe_import_class
-
     from gem_roll.pipeline import GemAgenticPipeline
+    from roll.utils.import_utils import safe_import_class
 
     assert safe_import_class(EXACT_PIPELINE) is GemAgenticPipeline
     assert issubclass(GemAgenticPipeline, safe_import_class(NATIVE_PIPELINE))
