@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2 test-openrlhf venv-openrlhf test-oat venv-oat
+.PHONY: demo demo-play test test-core test-verl venv-verl bench lint venv clean-venv system-deps test-trl venv-trl test-rl2 venv-rl2 test-openrlhf venv-openrlhf test-oat venv-oat test-roll venv-roll venv-roll-light
 
 # The verl adapter's own venv (integrations/verl): verl 0.9 needs transformers 5, which
 # gem-core[rl] pins below 5, so it cannot share the core venv. Keyed by a hash of its
@@ -73,6 +73,27 @@ OAT_PY := $(OAT_VENV)/bin/python
 OAT_DEPS := $(OAT_DIR)/requirements-test.txt $(OAT_DIR)/requirements-oat.txt $(OAT_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
 OAT_STAMP_KEY := $(shell cat $(OAT_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 OAT_STAMP := $(OAT_VENV)/.installed-$(OAT_STAMP_KEY)
+
+# The ROLL adapter (integrations/roll). ROLL is not on PyPI: its tests need a source tree in
+# GEM_ROLL_SRC (alibaba/ROLL, tested at 8eb27cc). Two venvs, so CI (no ROLL tree) stays cheap:
+# - GEM_ROLL_SRC unset: a light venv ($(GEM_CACHE)/venv-roll-light: gem-core, gem-roll, pytest;
+#   seconds) runs the tests that need no ROLL and shows the ROLL-bound ones skipped with the reason;
+# - GEM_ROLL_SRC set: the full venv ($(GEM_CACHE)/venv-roll: ROLL's requirements_common.txt
+#   minus ./mcore_adapter, ray without cgraph, + pyarrow<21; ~5 min, 2.4 GB) with the tree on
+#   PYTHONPATH. Each is keyed by a hash of its requirement files, the adapter's pyproject, the
+#   core's pyproject, the constraints and the clone's location.
+GEM_ROLL_SRC ?=
+ROLL_DIR := integrations/roll
+ROLL_VENV ?= $(GEM_CACHE)/venv-roll
+ROLL_PY := $(ROLL_VENV)/bin/python
+ROLL_DEPS := $(ROLL_DIR)/requirements-test.txt $(ROLL_DIR)/requirements-roll.txt $(ROLL_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+ROLL_STAMP_KEY := $(shell cat $(ROLL_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+ROLL_STAMP := $(ROLL_VENV)/.installed-$(ROLL_STAMP_KEY)
+ROLL_LIGHT_VENV ?= $(GEM_CACHE)/venv-roll-light
+ROLL_LIGHT_PY := $(ROLL_LIGHT_VENV)/bin/python
+ROLL_LIGHT_DEPS := $(ROLL_DIR)/requirements-test.txt $(ROLL_DIR)/pyproject.toml pyproject.toml integrations/constraints.txt
+ROLL_LIGHT_STAMP_KEY := $(shell cat $(ROLL_LIGHT_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
+ROLL_LIGHT_STAMP := $(ROLL_LIGHT_VENV)/.installed-$(ROLL_LIGHT_STAMP_KEY)
 
 $(STAMP): $(CORE_DEPS)
 	@mkdir -p "$(GEM_CACHE)"
@@ -158,8 +179,29 @@ demo: $(STAMP)
 demo-play: $(STAMP)
 	"$(PY)" recipes/demo_play.py
 
+$(ROLL_STAMP): $(ROLL_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(ROLL_PY)" || $(PYTHON) -m venv "$(ROLL_VENV)"
+	"$(ROLL_PY)" -m pip install --quiet --upgrade pip
+	cd $(ROLL_DIR) && "$(ROLL_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -r requirements-roll.txt -e ../.. -e .
+	"$(ROLL_PY)" -m pip install --quiet "pyarrow<21"
+	@rm -f "$(ROLL_VENV)"/.installed-*
+	@touch "$(ROLL_STAMP)"
+
+venv-roll: $(ROLL_STAMP)
+
+$(ROLL_LIGHT_STAMP): $(ROLL_LIGHT_DEPS)
+	@mkdir -p "$(GEM_CACHE)"
+	@test -x "$(ROLL_LIGHT_PY)" || $(PYTHON) -m venv "$(ROLL_LIGHT_VENV)"
+	"$(ROLL_LIGHT_PY)" -m pip install --quiet --upgrade pip
+	cd $(ROLL_DIR) && "$(ROLL_LIGHT_PY)" -m pip install --quiet -c ../constraints.txt -r requirements-test.txt -e ../.. -e .
+	@rm -f "$(ROLL_LIGHT_VENV)"/.installed-*
+	@touch "$(ROLL_LIGHT_STAMP)"
+
+venv-roll-light: $(ROLL_LIGHT_STAMP)
+
 # The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl test-trl test-rl2 test-openrlhf test-oat
+test: test-core test-verl test-trl test-rl2 test-openrlhf test-oat test-roll
 
 test-core: system-deps $(STAMP)
 	"$(PY)" -m pytest -q $(PYTEST_ARGS)
@@ -179,6 +221,14 @@ test-openrlhf: $(OPENRLHF_STAMP)
 test-oat: $(OAT_STAMP)
 	cd $(OAT_DIR) && "$(OAT_PY)" -m pytest -q $(PYTEST_ARGS)
 
+ifeq ($(strip $(GEM_ROLL_SRC)),)
+test-roll: $(ROLL_LIGHT_STAMP)
+	cd $(ROLL_DIR) && "$(ROLL_LIGHT_PY)" -m pytest -q $(PYTEST_ARGS)
+else
+test-roll: $(ROLL_STAMP)
+	cd $(ROLL_DIR) && GEM_ROLL_SRC="$(GEM_ROLL_SRC)" PYTHONPATH="$(GEM_ROLL_SRC)" "$(ROLL_PY)" -m pytest -q $(PYTEST_ARGS)
+endif
+
 bench: $(STAMP)
 	"$(PY)" benchmarks/run.py
 
@@ -186,4 +236,4 @@ lint: $(STAMP)
 	"$(VENV)/bin/ruff" check gem_core tests benchmarks recipes
 
 clean-venv:
-	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)" "$(OPENRLHF_VENV)" "$(OAT_VENV)"
+	rm -rf "$(VENV)" "$(VERL_VENV)" "$(TRL_VENV)" "$(RL2_VENV)" "$(OPENRLHF_VENV)" "$(OAT_VENV)" "$(ROLL_VENV)" "$(ROLL_LIGHT_VENV)"
