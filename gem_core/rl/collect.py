@@ -130,6 +130,7 @@ async def run_jobs(
     env_threads: int | None = None,
     thread_name: str = "gem-env",
     on_episode: Callable[[EpisodeJob, Episode], None] | None = None,
+    env_pool: Any = None,
 ) -> list[Episode]:
     """Play ``jobs``, up to ``concurrency`` at a time, on the running loop; the one collector.
 
@@ -143,13 +144,22 @@ async def run_jobs(
     the other episodes go on. ``on_episode(job, episode)`` is called as each finishes.
     Every env is closed at the end, also when the collection is cancelled.
 
+    ``env_pool``: where the envs come from instead of this process, e.g.
+    `gem_core.distributed.RayEnvPool` (envs in Ray actors). It is bound to this
+    collection with ``env_pool.bind(make_env, executor)``, which returns an object with
+    this module's local pool's interface (``async acquire(source)``, ``async
+    release(source, env, healthy)``, ``close()``); its envs outlive the collection when
+    the pool keeps them. ``env_threads`` then defaults to ``concurrency`` (a remote env
+    call only waits in its thread).
+
     Returns:
         The episodes, in the order of ``jobs``.
     """
+    default_threads = min(concurrency, 32) if env_pool is None else concurrency
     executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=env_threads or min(concurrency, 32), thread_name_prefix=thread_name
+        max_workers=env_threads or default_threads, thread_name_prefix=thread_name
     )
-    pool = _EnvPool(make_env, executor)
+    pool = _EnvPool(make_env, executor) if env_pool is None else env_pool.bind(make_env, executor)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(job: EpisodeJob) -> Episode:
@@ -199,6 +209,7 @@ async def collect_episodes(
     env_kwargs: Mapping[str, Any] | None = None,
     env_threads: int | None = None,
     on_episode: Callable[[Episode], None] | None = None,
+    env_pool: Any = None,
 ) -> list[Episode]:
     """Run one episode per seed, up to ``concurrency`` at a time, on the running loop.
 
@@ -223,6 +234,10 @@ async def collect_episodes(
         env_kwargs: keyword arguments for `gem_core.make` (env ids only).
         env_threads: threads for env calls (default ``min(concurrency, 32)``).
         on_episode: called with each episode as it finishes (progress bars, logging).
+        env_pool: build the envs there instead of in this process, e.g.
+            ``gem_core.distributed.RayEnvPool(...)`` (each episode's env in a Ray actor;
+            ids and factories are sent to it, and ``env_kwargs`` with them); see
+            `run_jobs`.
 
     Returns:
         The episodes, in the order of ``seeds``.
@@ -271,6 +286,7 @@ async def collect_episodes(
         layout=layout,
         env_threads=env_threads,
         on_episode=finished,
+        env_pool=env_pool,
     )
 
 
