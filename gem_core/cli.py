@@ -273,25 +273,67 @@ def _eval_settings(args: argparse.Namespace) -> dict:
         "extra_body": args.extra_body,
     }
     base.update({k: v for k, v in given.items() if v is not None})
+    base["user"] = _user_spec(args, base.get("user"))
     return base
 
 
-def _redacted(argv: list[str]) -> list[str]:
-    """``argv`` with the value of ``--api-key`` replaced (the manifest keeps the command line)."""
+#: The --user-* flags and the LLM user spec field each sets.
+_USER_FLAGS = (("--user-base-url", "user_base_url", "base_url"), ("--user-model", "user_model", "model"),
+               ("--user-temperature", "user_temperature", "temperature"),
+               ("--user-max-tokens", "user_max_tokens", "max_tokens"))
+
+
+def _user_spec(args: argparse.Namespace, run_user: dict | None) -> dict | None:
+    """The user simulator's spec from the --user-* flags, over the run's (``--resume``)."""
+    from gem_core.errors import InvalidArgument
+
+    given = {field: getattr(args, attr) for _, attr, field in _USER_FLAGS if getattr(args, attr) is not None}
+    flags = [flag for flag, attr, _ in _USER_FLAGS if getattr(args, attr) is not None]
+    if args.user_api_key is not None:
+        flags.append("--user-api-key")
+    if not flags:
+        return run_user
+    if isinstance(args.env_kwargs, dict) and "user" in args.env_kwargs:
+        raise InvalidArgument(
+            f"{', '.join(flags)} and --env-kwargs' \"user\" both set the user simulator; give it "
+            "once (the --user-* flags, or a spec in --env-kwargs)"
+        )
+    if isinstance(run_user, dict) and run_user.get("kind") == "llm":
+        return {**run_user, **given}
+    need = [flag for flag, _, field in _USER_FLAGS[:2] if field not in given]
+    if need:
+        raise InvalidArgument(
+            f"{', '.join(flags)} need(s) an LLM user simulator: pass {' and '.join(need)} too "
+            "(e.g. --user-base-url http://127.0.0.1:8001/v1 --user-model NAME)"
+        )
+    return {"kind": "llm", **given}
+
+
+def _redacted(argv: list[str], secrets: list[str | None]) -> list[str]:
+    """``argv`` with every API key replaced by ``***`` (the manifest keeps the command line).
+
+    Goes by the parsed values, so ``--api-key=K``, an abbreviated ``--api-k K`` and a key
+    inside ``--env-kwargs`` JSON are all hidden.
+    """
+    hidden = sorted({s for s in secrets if isinstance(s, str) and s}, key=len, reverse=True)
     out: list[str] = []
-    hide = False
     for arg in argv:
-        if hide:
-            out.append("***")
-            hide = False
-        elif arg == "--api-key":
-            out.append(arg)
-            hide = True
-        elif arg.startswith("--api-key="):
-            out.append("--api-key=***")
-        else:
-            out.append(arg)
+        head, eq, value = arg.partition("=")
+        if arg in hidden:
+            arg = "***"
+        elif eq and head.startswith("--") and value in hidden:
+            arg = f"{head}=***"
+        else:  # inside JSON (--env-kwargs): the key as a quoted string
+            for secret in hidden:
+                arg = arg.replace(json.dumps(secret), '"***"')
+        out.append(arg)
     return out
+
+
+def _secrets(args: argparse.Namespace) -> list[str | None]:
+    """The API keys a `gem eval` command line may hold."""
+    user = (args.env_kwargs or {}).get("user") if isinstance(args.env_kwargs, dict) else None
+    return [args.api_key, args.user_api_key, user.get("api_key") if isinstance(user, dict) else None]
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -345,12 +387,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             max_retries=args.max_retries,
             api_key=args.api_key,
+            user_api_key=args.user_api_key,
             max_consecutive_errors=args.max_consecutive_errors,
             out_dir=out,
             resume=args.resume,
             retry_errors=args.retry_errors,
             progress=not args.no_progress,
-            command_line=["gem", *_redacted(args.argv)],
+            command_line=["gem", *_redacted(args.argv, _secrets(args))],
             **settings,
         )
     except Error as e:
@@ -456,7 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  gem eval game:GuessTheNumber-v0-easy --base-url http://127.0.0.1:8000/v1 "
         "--model Qwen/Qwen3-1.7B --episodes 50 --out runs/qwen-gtn\n"
         "  gem eval game:GuessTheNumber-v0-easy --api chat --base-url https://api.openai.com/v1 "
-        "--model gpt-4o-mini --episodes 50 --out runs/4o-mini-gtn   # key from $OPENAI_API_KEY")
+        "--model gpt-4o-mini --episodes 50 --out runs/4o-mini-gtn   # key from $OPENAI_API_KEY\n"
+        "  gem eval tau:Retail-v0 --api chat --base-url http://127.0.0.1:8000/v1 --model A "
+        "--user-base-url http://127.0.0.1:8001/v1 --user-model B --out runs/A-vs-B")
     p.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="registered env ids (see gem list)")
     p.add_argument("--base-url", help="API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="served model name")
@@ -489,6 +534,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extra-body", type=_json_object, metavar="JSON",
                    help="extra request fields, e.g. '{\"top_k\": 20, \"min_p\": 0.05}' (pinned in the "
                    "manifest)")
+    u = p.add_argument_group(
+        "user simulator", "envs played opposite a simulated user (tau:Retail-v0): an LLM user on any "
+        "OpenAI-compatible endpoint (chat API) instead of the env's default (scripted) user; pinned "
+        "in the manifest (a resume with another user model is refused)")
+    u.add_argument("--user-base-url", help="the user model's API root, e.g. http://127.0.0.1:8001/v1")
+    u.add_argument("--user-model", help="the user simulator's served model name")
+    u.add_argument("--user-temperature", type=float, help="the user's sampling temperature (default 0)")
+    u.add_argument("--user-max-tokens", type=int, help="tokens per user message (default 256)")
+    u.add_argument("--user-api-key", help="the user endpoint's key (default $GEM_USER_API_KEY, then "
+                   "$OPENAI_API_KEY); never written to --out")
     p.add_argument("--max-consecutive-errors", type=int, default=5, metavar="N",
                    help="stop the run after N errored episodes in a row, e.g. a server that died "
                    "(default 5; 0: never)")

@@ -23,6 +23,7 @@ from typing import Any
 from gem_core.core import Env, Wrapper
 from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
 from gem_core.eval import records as rec
+from gem_core.eval import user_sim
 from gem_core.eval.stats import summarize, summary_markdown, summary_table
 
 __all__ = [
@@ -67,10 +68,12 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "max_context": 4096,
     "system_prompt": None,
     "extra_body": {},
+    "user": None,
 }
 
-# Settings that must match when a run is resumed (``episodes`` may grow).
-_PINNED = tuple(k for k in CONFIG_DEFAULTS if k != "episodes") + ("env_ids", "model")
+# Settings that must match when a run is resumed (``episodes`` may grow; the user
+# simulator is compared by `user_sim.check_resume_user`, which names the field).
+_PINNED = tuple(k for k in CONFIG_DEFAULTS if k not in ("episodes", "user")) + ("env_ids", "model")
 # The environment variables that select the rows of dataset-backed envs (gem_core.data).
 _DATA_VARS = ("GEM_DATA", "GEM_DATA_DIR")
 #: Consecutive errored episodes after which a run stops (``max_consecutive_errors``).
@@ -124,10 +127,12 @@ class EvalResult:
         return summary_table(self.summary)
 
 
-def check_endpoint(base_url: str, timeout: float = 5.0) -> None:
+def check_endpoint(base_url: str, timeout: float = 5.0, *, flag: str = "--base-url",
+                   what: str = "model endpoint") -> None:
     """Check that something answers HTTP at ``base_url`` (``GET {base_url}/models``).
 
-    Any HTTP answer, even an error status, counts as reachable.
+    Any HTTP answer, even an error status, counts as reachable. ``flag`` and ``what``
+    name the setting in the message (the user simulator's: ``--user-base-url``).
 
     Raises:
         EndpointUnreachable: connection refused, unknown host or timeout; the message
@@ -142,9 +147,9 @@ def check_endpoint(base_url: str, timeout: float = 5.0) -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise EndpointUnreachable(
-            f"cannot reach the model endpoint at {base_url} (GET {url} failed: "
+            f"cannot reach the {what} at {base_url} (GET {url} failed: "
             f"{type(reason).__name__}: {reason}). Start an OpenAI-compatible server there "
-            "(e.g. `vllm serve MODEL --port 8000` for http://127.0.0.1:8000/v1) or fix --base-url."
+            f"(e.g. `vllm serve MODEL --port 8000` for http://127.0.0.1:8000/v1) or fix {flag}."
         ) from None
 
 
@@ -523,6 +528,8 @@ def evaluate(
     print_summary: bool = False,
     command_line: Sequence[str] | None = None,
     policy: Any = None,
+    user: Mapping[str, Any] | str | None = None,
+    user_api_key: str | None = None,
 ) -> EvalResult:
     """Evaluate a served model on registered envs; the Python face of ``gem eval``.
 
@@ -584,6 +591,18 @@ def evaluate(
     count, content sha256, under ``data``); a resume refuses any difference, naming it.
     It keeps the original command line and appends each resume's under ``resumes``.
 
+    User simulators: envs whose constructor takes ``user`` (``tau:Retail-v0``) play the
+    assistant (the served ``model``) opposite a simulated user, given by ``user`` (or as
+    ``env_kwargs["user"]``, not both) as a JSON spec: ``{"kind": "llm", "base_url": ...,
+    "model": ..., "temperature": ..., "max_tokens": ...}`` (an `LLMUser` per episode) or
+    ``"scripted"``. Before the first episode the user's endpoint is checked and probed
+    like the assistant's (a failure raises and the run is ``failed``). The spec, less its
+    key, is pinned (``config["user"]``) and described under the manifest's
+    ``user_simulator``; a resume with another user model or sampling is refused, naming
+    the field (its ``base_url``, ``timeout`` and ``max_retries`` may change). Each
+    user's requests use the run's ``timeout`` and ``max_retries`` unless its spec says
+    otherwise.
+
     Args:
         env_ids: one or more registered env ids.
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
@@ -623,6 +642,12 @@ def evaluate(
             a `gem_core.rl.Policy` (``generate``) in ``"completions"`` mode, an object with
             an async ``chat(messages, sampling) -> ChatResult`` (`gem_core.rl.ChatPolicy`)
             in ``"chat"`` mode; the endpoint is then not contacted.
+        user: the user simulator's spec (see above); refused for an env that takes no
+            user. ``None``: each env's own default (``tau:*``: the scripted user), or
+            ``env_kwargs["user"]``.
+        user_api_key: the LLM user's key (default: the spec's ``api_key``, then
+            ``$GEM_USER_API_KEY``, then ``$OPENAI_API_KEY``); never written to the run
+            directory.
 
     Returns:
         The `EvalResult`.
@@ -692,6 +717,29 @@ def evaluate(
             if "image" in _modalities(env_id):
                 raise InvalidArgument(_images_need_chat(env_id, "its observations carry images"))
 
+    env_kwargs = dict(env_kwargs or {})
+    env_user = None  # a policy object given to the env as is (not a spec: not pinned)
+    if "user" in env_kwargs:
+        if user is not None:
+            raise InvalidArgument(
+                "the user simulator is given twice: user= (gem eval --user-model/--user-base-url) "
+                "and env_kwargs['user'] (--env-kwargs); give it once"
+            )
+        if user_sim.is_spec(env_kwargs["user"]):
+            user = env_kwargs.pop("user")
+        else:
+            env_user = env_kwargs["user"]
+    user_spec, spec_key = user_sim.normalize_user(user)
+    if user_spec is not None:
+        no_user = [e for e in ids if not user_sim.takes_user(e)]
+        if no_user:
+            raise InvalidArgument(
+                f"{', '.join(no_user)} take(s) no user simulator (the env's constructor has no "
+                "`user` argument), so --user-model/--user-base-url (user=) cannot apply. Drop "
+                "them, or evaluate an env played opposite a user, e.g. tau:Retail-v0"
+            )
+    user_key = user_api_key or spec_key or os.environ.get(user_sim.USER_API_KEY_ENV) or None
+
     from gem_core.rl.sampling import SamplingParams
 
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens, seed=seed)
@@ -705,7 +753,7 @@ def evaluate(
         "wrappers": list(wrappers),
         "tools": list(tools),
         "max_tool_uses": max_tool_uses,
-        "env_kwargs": dict(env_kwargs or {}),
+        "env_kwargs": env_kwargs,
         "temperature": temperature,
         "top_p": top_p,
         "max_tokens": max_tokens,
@@ -713,6 +761,7 @@ def evaluate(
         "max_context": max_context,
         "system_prompt": system_prompt,
         "extra_body": dict(extra_body or {}),
+        "user": user_spec,
     }
 
     out = Path(out_dir) if out_dir is not None else None
@@ -730,6 +779,7 @@ def evaluate(
         if resume and has_run:
             old = rec.read_manifest(out)
             _check_resume(old.get("config", {}), config, out)
+            user_sim.check_resume_user(old.get("config", {}).get("user"), user_spec, out)
             _check_resume_environment(old, ids, out)
             ran_before = old.get("config", {}).get("episodes", 0)
             if isinstance(ran_before, int) and episodes < ran_before:
@@ -749,7 +799,9 @@ def evaluate(
             created = old.get("created_at", created)
             first_command = old.get("command_line", first_command)
             resumes = list(old.get("resumes") or [])
-            resumes.append({"at": now, "command_line": this_command, "gem_core_version": _gem_version()})
+            resumes.append({"at": now, "command_line": this_command, "gem_core_version": _gem_version(),
+                            "base_url": base_url,
+                            "user_base_url": (user_spec or {}).get("base_url")})
             pinned_data = dict(old.get("data") or {})
             done = rec.read_records(out / rec.RECORDS_FILE)
             if retry_errors:
@@ -781,6 +833,9 @@ def evaluate(
                      "route": "/chat/completions" if api == "chat" else "/completions",
                      "timeout_s": timeout, "max_retries": max_retries,
                      "api_key": "set" if (api_key or os.environ.get("OPENAI_API_KEY")) else None},
+        "user_simulator": user_sim.describe_user(
+            user_spec, ids, env_user,
+            key_set=bool(user_key or os.environ.get("OPENAI_API_KEY"))),
         "concurrency": concurrency,
         "envs": {e: _env_info(e) for e in ids},
         "seeds": {
@@ -816,9 +871,31 @@ def evaluate(
     shared = _SharedSandbox(concurrency)
     uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
 
+    def make_user() -> Any:
+        """This episode's user simulator: a fresh `LLMUser` (its conversation is its own),
+        the key given here only; the env closes it."""
+        if user_spec["kind"] != "llm":
+            return user_spec["kind"]
+        from gem_core.multiagent.users import LLMUser
+
+        options = {"timeout": timeout, "max_retries": max_retries,
+                   **{k: v for k, v in user_spec.items() if k != "kind"}}
+        return LLMUser(api_key=user_key, **options)
+
     def make_env(env_id: str) -> Env:
-        env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
-                        env_kwargs=env_kwargs, sandbox=shared.get() if uses_python else None)
+        kwargs = env_kwargs
+        made_user = None
+        if user_spec is not None:
+            made_user = make_user()
+            kwargs = {**env_kwargs, "user": made_user}
+        try:
+            env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
+                            env_kwargs=kwargs, sandbox=shared.get() if uses_python else None)
+        except BaseException:
+            close = getattr(made_user, "close", None)
+            if callable(close):
+                close()
+            raise
         return env if api == "chat" else _TextOnly(env, env_id)
 
     formatter = None
@@ -849,6 +926,8 @@ def evaluate(
                                 extra_body=dict(extra_body or {}))
                 own_policy = True
                 _probe(policy, api, formatter, base_url, model)
+            if user_spec is not None and user_spec["kind"] == "llm":
+                _probe_user(user_spec, user_key, timeout=timeout, max_retries=max_retries)
             # One env per id before any episode: a missing dataset or dependency, or a bad
             # env_kwargs, is one clear error now instead of an error in every episode.
             from gem_core.data import recorded_loads
@@ -971,7 +1050,9 @@ def evaluate(
         rec.write_json(out / rec.SUMMARY_JSON, summary)
         rec.write_text(
             out / rec.SUMMARY_MD,
-            f"# gem eval: {model}\n\n{summary_markdown(summary)}\n\n"
+            f"# gem eval: {model}"
+            + (f" (user simulator: {user_sim.user_label(user_spec)})" if user_spec else "")
+            + f"\n\n{summary_markdown(summary)}\n\n"
             f"Status: {status} ({len(results)}/{len(wanted)} episodes recorded, {errored} "
             "errored). Success: over the measured (non-errored) episodes, with a 95% Wilson "
             "interval; errored episodes are counted apart.\n",
@@ -1025,7 +1106,22 @@ class _Breaker:
                 self.stop()
 
 
-def _probe(policy: Any, api: str, formatter: Any, base_url: str, model: str) -> None:
+@dataclass(frozen=True)
+class _Role:
+    """Whose endpoint a probe checks, and the flags its messages name."""
+
+    what: str = "model endpoint"
+    base_url: str = "--base-url"
+    model: str = "--model"
+    key: str = "--api-key (or $OPENAI_API_KEY)"
+    extra_body: str = "--extra-body"
+
+
+_USER_ROLE = _Role("user simulator's endpoint", "--user-base-url", "--user-model",
+                   f"--user-api-key (or ${user_sim.USER_API_KEY_ENV})", "the user spec's extra_body")
+
+
+def _probe(policy: Any, api: str, formatter: Any, base_url: str, model: str, role: _Role = _Role()) -> None:
     """One tiny request in the run's mode; refuse a server that cannot serve it."""
     from gem_core.rl.sampling import PolicyError, SamplingParams
 
@@ -1045,13 +1141,13 @@ def _probe(policy: Any, api: str, formatter: Any, base_url: str, model: str) -> 
             return  # it answered in this mode; a 1-token prompt is just odd for it
         if "gave up after" in text:
             raise EndpointUnreachable(
-                f"the model endpoint at {base_url} did not answer the probe request ({text}). "
-                "Check that the server is up and --base-url is right"
+                f"the {role.what} at {base_url} did not answer the probe request ({text}). "
+                f"Check that the server is up and {role.base_url} is right"
             ) from None
         if any(f"HTTP {code} " in text for code in (401, 403)):
             raise EndpointIncompatible(
-                f"the server at {base_url} refused the probe request: {text}. Pass its key with "
-                "--api-key (or $OPENAI_API_KEY)"
+                f"the server at {base_url} ({role.what}) refused the probe request: {text}. "
+                f"Pass its key with {role.key}"
             ) from None
         if api == "completions":
             raise EndpointIncompatible(
@@ -1062,10 +1158,26 @@ def _probe(policy: Any, api: str, formatter: Any, base_url: str, model: str) -> 
                 "--api chat (chat messages, no tokenizer)"
             ) from None
         raise EndpointIncompatible(
-            f"the server at {base_url} rejected a probe chat request for model {model!r}: "
-            f"{text}. Check --model, --base-url (the API root, e.g. http://HOST:PORT/v1) and "
-            "--extra-body"
+            f"the server at {base_url} ({role.what}) rejected a probe chat request for model "
+            f"{model!r}: {text}. Check {role.model}, {role.base_url} (the API root, e.g. "
+            f"http://HOST:PORT/v1) and {role.extra_body}"
         ) from None
+
+
+def _probe_user(spec: Mapping[str, Any], api_key: str | None, *, timeout: float, max_retries: int) -> None:
+    """Check and probe an LLM user simulator's endpoint as the assistant's is (chat mode)."""
+    from gem_core.rl.policies import OpenAIChatPolicy
+
+    base_url, model = spec["base_url"], spec["model"]
+    check_endpoint(base_url, timeout=min(float(spec.get("timeout", timeout)), 10.0),
+                   flag=_USER_ROLE.base_url, what=_USER_ROLE.what)
+    client = OpenAIChatPolicy(base_url, model, api_key=api_key, timeout=spec.get("timeout", timeout),
+                              max_retries=spec.get("max_retries", max_retries),
+                              extra_body=dict(spec.get("extra_body") or {}))
+    try:
+        _probe(client, "chat", None, base_url, model, _USER_ROLE)
+    finally:
+        client.close()
 
 
 def _modalities(env_id: str) -> tuple[str, ...]:
