@@ -45,7 +45,7 @@ from gem_core.rl.chat import (
     image_data_url,
 )
 from gem_core.rl.collect import collect_episodes, collect_episodes_sync
-from gem_core.rl.loop import run_chat_episode, run_episode
+from gem_core.rl.loop import TokenConversation, run_chat_episode, run_episode
 from gem_core.rl.packing import (
     PackedEpisode,
     pack_episode,
@@ -98,6 +98,7 @@ __all__ = [
     "TemplateRewriteWarning",
     "derive_seed",
     "run_episode",
+    "TokenConversation",
     "run_chat_episode",
     "chat_messages",
     "chat_content",

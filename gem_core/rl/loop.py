@@ -4,7 +4,7 @@ Both are one loop, `_play`: reset, then per turn the turn limit, the prompt (and
 context budget), one policy call with its per-turn seed and timeout, the truncation
 policy, ``env.step``, and the error flagging of every stage. What differs — how a
 prompt is built and how a generation is requested and recorded — is a small strategy
-object (`_TokenTurns`, `_ChatTurns`).
+object (`_TokenTurns` over the public `TokenConversation`, `_ChatTurns`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from gem_core.rl.sampling import (
 )
 from gem_core.rl.types import LAYOUTS, Episode, Turn
 
-__all__ = ["TRUNCATED_RESPONSE_POLICIES", "run_episode", "run_chat_episode"]
+__all__ = ["TRUNCATED_RESPONSE_POLICIES", "TokenConversation", "run_episode", "run_chat_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,14 +182,25 @@ async def _play(
     return episode
 
 
-class _TokenTurns(_Turns):
-    """Token ids in, token ids out (`run_episode`): the token state of one episode under
-    a layout (see `Turn` for the layouts)."""
+class TokenConversation:
+    """The token state of one episode's conversation, built token-exactly.
 
-    method = "generate"
+    What `run_episode` uses to turn observations and generated ids into prompt ids, for
+    trainers whose own loop needs the same rows (e.g. ROLL's per-step env managers):
+    `add_observation` renders the chat with the new observation and appends only the
+    token delta (packed layout; the whole prompt in the per-turn layout, or when the
+    template rewrites earlier turns — then ``rewrite_reason`` says why and the sample
+    restarts), `add_response` appends the generated ids exactly as generated.
+    ``prompt_ids`` is what the policy conditions on for the next response.
 
-    def __init__(self, policy: Policy, formatter: ChatFormatter, layout: str):
-        self.policy = policy
+    Args:
+        formatter: the `ChatFormatter` (tokenizer, system prompt, template kwargs).
+        layout: ``"packed"`` (default) or ``"per_turn"``.
+    """
+
+    def __init__(self, formatter: ChatFormatter, layout: str = "packed"):
+        if layout not in LAYOUTS:
+            raise InvalidArgument(f"layout must be one of {LAYOUTS}, got {layout!r}")
         self.f = formatter
         self.layout = layout
         self.observations: list[str] = []
@@ -197,56 +208,7 @@ class _TokenTurns(_Turns):
         self.prompt_ids: list[int] = []  # what the policy conditions on for the next response
         self.text = ""  # packed: the rendered text ``self.prompt_ids`` stands for
         self.encoded = 0
-        self.generated = 0
         self.rewrite_reason: str | None = None
-        self.turn_prompt: tuple[list[int], bool] = ([], True)  # the turn's prompt_ids, starts
-
-    def prompt(
-        self, episode: Episode, obs: Any, obs_text: str, sampling: SamplingParams
-    ) -> list[int] | None:
-        try:
-            self.turn_prompt = self.add_observation(obs_text)
-        except Exception as exc:
-            raise _Failed("formatter", exc) from exc
-        if self.rewrite_reason is not None:
-            episode.template_rewrite = True
-            warnings.warn(
-                "packed layout: " + self.rewrite_reason + "; the sample is restarted from "
-                "the full rendering at this turn (episode.template_rewrite is set)",
-                TemplateRewriteWarning,
-                stacklevel=4,  # the caller of run_episode
-            )
-        if len(self.prompt_ids) + sampling.max_new_tokens > self.f.max_context:
-            return None
-        return list(self.prompt_ids)
-
-    def request(self, prompt: list[int], sampling: SamplingParams) -> Awaitable[Any]:
-        return self.policy.generate(prompt, sampling)
-
-    def check(self, result: Any) -> Any:
-        return _check_result(result)
-
-    def record(self, result: Any, obs_text: str) -> tuple[Turn, str]:
-        self.generated += len(result.token_ids)
-        _content, action = self.add_response(list(result.token_ids))
-        prompt_ids, starts = self.turn_prompt
-        turn = Turn(
-            prompt_ids=prompt_ids,
-            response_ids=list(result.token_ids),
-            response_logprobs=[float(x) for x in result.logprobs],
-            response_truncated=result.finish_reason == "length",
-            starts_sample=starts,
-            observation=obs_text,
-            action=action,
-        )
-        return turn, action
-
-    def stats(self, wall_time_s: float) -> dict[str, float]:
-        return {
-            "tokens_encoded": float(self.encoded),
-            "generated_tokens": float(self.generated),
-            "wall_time_s": wall_time_s,
-        }
 
     def _encode(self, text: str) -> list[int]:
         ids = self.f.encode(text)
@@ -297,6 +259,66 @@ class _TokenTurns(_Turns):
         self.text += content + (self.f.decode(token_ids[-1:]) if stopped else "")
         return content, action
 
+
+
+class _TokenTurns(_Turns, TokenConversation):
+    """Token ids in, token ids out (`run_episode`): a `TokenConversation` under a layout
+    (see `Turn` for the layouts) plus the policy call."""
+
+    method = "generate"
+
+    def __init__(self, policy: Policy, formatter: ChatFormatter, layout: str):
+        TokenConversation.__init__(self, formatter, layout)
+        self.policy = policy
+        self.generated = 0
+        self.turn_prompt: tuple[list[int], bool] = ([], True)  # the turn's prompt_ids, starts
+
+    def prompt(
+        self, episode: Episode, obs: Any, obs_text: str, sampling: SamplingParams
+    ) -> list[int] | None:
+        try:
+            self.turn_prompt = self.add_observation(obs_text)
+        except Exception as exc:
+            raise _Failed("formatter", exc) from exc
+        if self.rewrite_reason is not None:
+            episode.template_rewrite = True
+            warnings.warn(
+                "packed layout: " + self.rewrite_reason + "; the sample is restarted from "
+                "the full rendering at this turn (episode.template_rewrite is set)",
+                TemplateRewriteWarning,
+                stacklevel=4,  # the caller of run_episode
+            )
+        if len(self.prompt_ids) + sampling.max_new_tokens > self.f.max_context:
+            return None
+        return list(self.prompt_ids)
+
+    def request(self, prompt: list[int], sampling: SamplingParams) -> Awaitable[Any]:
+        return self.policy.generate(prompt, sampling)
+
+    def check(self, result: Any) -> Any:
+        return _check_result(result)
+
+    def record(self, result: Any, obs_text: str) -> tuple[Turn, str]:
+        self.generated += len(result.token_ids)
+        _content, action = self.add_response(list(result.token_ids))
+        prompt_ids, starts = self.turn_prompt
+        turn = Turn(
+            prompt_ids=prompt_ids,
+            response_ids=list(result.token_ids),
+            response_logprobs=[float(x) for x in result.logprobs],
+            response_truncated=result.finish_reason == "length",
+            starts_sample=starts,
+            observation=obs_text,
+            action=action,
+        )
+        return turn, action
+
+    def stats(self, wall_time_s: float) -> dict[str, float]:
+        return {
+            "tokens_encoded": float(self.encoded),
+            "generated_tokens": float(self.generated),
+            "wall_time_s": wall_time_s,
+        }
 
 class _ChatTurns(_Turns):
     """Chat messages in, text out (`run_chat_episode`): the conversation so far, the

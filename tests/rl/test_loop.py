@@ -242,3 +242,29 @@ def test_stats_say_what_each_loop_counted(tiny_tokenizer):
     assert chat.stats["requests"] == 3
     assert chat.stats["prompt_tokens"] == sum(runs["chat"][1].prompts)
     assert chat.layout == "per_turn" and all(t.response_ids == [] for t in chat.turns)
+
+
+@pytest.mark.parametrize("layout", ["packed", "per_turn"])
+def test_token_conversation_rebuilds_run_episodes_rows(tiny_tokenizer, layout):
+    # TokenConversation is the token state run_episode builds prompts with: replaying the
+    # episode's observations and generated ids through it gives the same per-turn prompt ids
+    # (and, packed, the episode's whole token row), so a trainer's own loop built on it is
+    # token-exact by construction.
+    import gem_core
+    from gem_core.errors import InvalidArgument
+
+    env = gem_core.make("game:GuessTheNumber-v0-easy")
+    policy = TokenScript(tiny_tokenizer, [r"\boxed{5}", r"\boxed{2}", r"\boxed{8}", r"\boxed{9}"])
+    formatter = rl.ChatFormatter(tiny_tokenizer)
+    ep = asyncio.run(rl.run_episode(env, policy, formatter, seed=3, layout=layout))
+    env.close()
+    assert ep.num_turns >= 2 and ep.error is None
+    conv = rl.TokenConversation(formatter, layout)
+    for turn in ep.turns:
+        delta, starts = conv.add_observation(turn.observation)
+        assert (delta, starts) == (turn.prompt_ids, turn.starts_sample)
+        conv.add_response(turn.response_ids)
+    if layout == "packed":
+        assert conv.prompt_ids == ep.token_ids()
+    with pytest.raises(InvalidArgument, match="layout must be one of"):
+        rl.TokenConversation(formatter, "chat")

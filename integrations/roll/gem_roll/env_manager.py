@@ -39,8 +39,8 @@ from roll.utils.hash_utils import compute_object_hash
 from tensordict import TensorDict
 
 from gem_core.errors import InvalidArgument
+from gem_core.rl import TokenConversation
 from gem_core.rl.chat import ChatFormatter
-from gem_core.rl.loop import _TokenTurns
 from gem_roll.envs import register_envs
 
 __all__ = ["GemStepEnvManager", "GemTrajEnvManager"]
@@ -129,10 +129,10 @@ class GemStepEnvManager(_GemEpisode, StepEnvManager):
         self._gem_formatter = ChatFormatter(
             self.tokenizer, system_prompt=system, max_context=max(2, int(self.pipeline_config.sequence_length))
         )
-        self._gem_turns = _TokenTurns(None, self._gem_formatter, "packed")
+        self._gem_turns = TokenConversation(self._gem_formatter, "packed")
 
     def reset(self) -> RolloutCache | None:
-        self._gem_turns = _TokenTurns(None, self._gem_formatter, "packed")
+        self._gem_turns = TokenConversation(self._gem_formatter, "packed")
         return super().reset()
 
     def _gem_observation_text(self, cache: RolloutCache) -> str:
