@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -10,7 +11,7 @@ import os
 import pickle
 import threading
 import traceback
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from typing import Any
 
 from gem_core.core import Env
@@ -137,6 +138,13 @@ class RemoteEnv(Env):
         self._slot = slot
         self.spec_id = spec_id
         self.broken = False
+        if spec_id is not None:  # so that episodes record the env id, as with a local env
+            try:
+                from gem_core.registration import spec
+
+                self.spec = spec(spec_id)
+            except Exception:  # an id registered only where the actor runs
+                pass
 
     @property
     def actor_label(self) -> str:
@@ -301,6 +309,31 @@ class RayEnvPool:
         if self.closed:
             raise ClosedEnvError(f"{self!r} is closed; build a new RayEnvPool")
         return _PoolSession(self, make_env)
+
+    @contextlib.asynccontextmanager
+    async def env(self, source: Any, *, env_kwargs: Mapping[str, Any] | None = None) -> AsyncIterator[RemoteEnv]:
+        """One episode's env, for code that plays its own episodes (an adapter's agent loop).
+
+        ``async with pool.env("game:GuessTheNumber-v0-easy") as env: await
+        run_episode(env, policy, formatter, seed=...)`` — the env is built (or reused) in an
+        actor, given back for reuse after a clean episode, dropped after an env error.
+
+        Args:
+            source: an env id (``gem_core.make(source, **env_kwargs)`` in the actor) or a
+                zero-argument factory.
+            env_kwargs: constructor kwargs (env ids only).
+        """
+        from gem_core.rl.collect import _make_env
+
+        session = self.bind(functools.partial(_make_env, env_kwargs=dict(env_kwargs or {})), None)
+        env = await session.acquire(source)
+        assert isinstance(env, RemoteEnv)
+        healthy = False
+        try:
+            yield env
+            healthy = True
+        finally:
+            await session.release(source, env, healthy)
 
     def close(self) -> None:
         """Kill every actor (their envs with them). Safe to call twice."""

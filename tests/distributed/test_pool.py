@@ -104,6 +104,27 @@ def test_errors_are_the_local_pool_s_and_envs_are_reused(pool, policy, formatter
     assert not any(remote._free.values())  # the last env failed (6): dropped
 
 
+def test_an_agent_loop_plays_its_own_episodes_on_the_pool(pool, policy, formatter):
+    remote = pool(num_actors=1)
+
+    async def agent_loop(seed):  # what an adapter's per-sample agent loop does
+        async with remote.env("game:GuessTheNumber-v0-easy", env_kwargs={"max_turns": 2}) as env:
+            return await rl.run_episode(env, policy(lambda t: "\\boxed{3}"), formatter, seed=seed)
+
+    async def both():
+        return await asyncio.gather(*(agent_loop(s) for s in range(3)))
+
+    remote_eps = asyncio.run(both())
+    local = rl.collect_episodes_sync("game:GuessTheNumber-v0-easy", policy(lambda t: "\\boxed{3}"), formatter,
+                                     seeds=[0, 1, 2], env_kwargs={"max_turns": 2})
+    for ep in local:
+        ep.group_id = None
+    assert [record(e) for e in remote_eps] == [record(e) for e in local]
+    assert remote.built == 3
+    asyncio.run(agent_loop(5))
+    assert remote.built == 3  # reused
+
+
 def _slow(text):
     return "slow"
 
