@@ -51,7 +51,8 @@ class CompletionsServer:
     eval` sends before a run (``max_tokens == 1``) goes to ``probes`` instead, is not
     in ``requests``/``paths`` and takes nothing from ``script``.
 
-    ``headers`` records every POST's headers (probes included).
+    ``headers`` records every POST's headers (probes included). ``refuse``: an HTTP
+    status every POST is answered with (probes included), e.g. 401 for a wrong key.
     ``token_ids``: how ``/v1/completions`` treats token-id prompts: ``"ok"``, ``"422"``
     (refused as a validation error, like a server whose prompt must be text, e.g.
     `transformers serve`), ``"404"`` (no such route) or ``"text"`` (answers text
@@ -71,6 +72,7 @@ class CompletionsServer:
         self.headers: list[dict] = []
         self.token_ids = "ok"
         self.delay = 0.0
+        self.refuse: int | None = None
         self.release = threading.Event()
         self.lock = threading.Lock()
         self.killed = False
@@ -89,6 +91,8 @@ class CompletionsServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.headers.append(dict(self.headers))
+                if server.refuse is not None:
+                    return self.reply(server.refuse, b'{"error": "refused"}')
                 is_chat = self.path.rstrip("/").endswith("/chat/completions")
                 if not is_chat and isinstance(body.get("prompt"), list) and server.token_ids != "ok":
                     if server.token_ids == "404":
