@@ -280,11 +280,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     greedy = rl.SamplingParams(temperature=0.0, max_new_tokens=config.max_tokens_per_turn or 32)
 
     def evaluate(m: Any) -> dict[str, float]:
+        was_training = m.training  # TransformersPolicy switches the model to eval mode
         policy = rl.TransformersPolicy(m, tokenizer, device=device, max_batch_size=len(eval_seeds))
         try:
             return episode_metrics(collect(policy, eval_seeds, greedy, eval_kwargs))
         finally:
             policy.close()
+            m.train(was_training)  # else TRL logs the step's metrics as eval metrics
 
     results: dict[str, Any] = {
         "random": play_baseline(script.env_id, eval_seeds, "random"),
