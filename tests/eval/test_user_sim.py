@@ -222,3 +222,18 @@ def test_report_compares_assistants_across_user_simulators(servers, tmp_path, ca
     assert "![success by user simulator](success_by_user.png)" in md
     data = (rep / "success_by_user.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_a_user_endpoint_failing_mid_run_errors_episodes_not_the_assistant(servers, tmp_path, capsys):
+    asst, user = servers("assistant", _assistant), servers("user", _user(True))
+    user.script = ["http500"] * 10  # the probe passes; every user message then fails
+    out = tmp_path / "run"
+    assert main(_eval(asst, out, "--episodes", "4", "--max-consecutive-errors", "2",
+                      "--user-base-url", user.base_url, "--user-model", "good-user")) == 1
+    err = capsys.readouterr().err
+    assert "UserSimulatorError: the LLM user simulator failed: HTTP 500" in err, err
+    m = _manifest(out)
+    assert m["status"] == "failed" and "stopped after 2 consecutive errored episodes" in m["error"], m
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert records and all(r["error"] and not r["success"] for r in records), records
+    assert "--resume --retry-errors" in err
