@@ -93,9 +93,30 @@ def normalize_user(user: Any) -> tuple[dict[str, Any] | None, str | None]:
             out[name] = spec[name]
         elif name not in ("timeout", "max_retries"):  # those follow the run's settings
             out[name] = default
+    for name, value in out.items():
+        why = _bad_field(name, value)
+        if why:
+            raise InvalidArgument(f"the LLM user simulator's {name} must be {why}, got {value!r}")
     if key is not None and not isinstance(key, str):
         raise InvalidArgument(f"the user simulator's api_key must be a string, got {type(key).__name__}")
     return out, key
+
+
+def _bad_field(name: str, value: Any) -> str | None:
+    """What a spec field must be, when ``value`` is not that (``None``: it is fine)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name in ("temperature", "top_p"):
+        return None if number and value >= 0 else "a number >= 0"
+    if name == "timeout":
+        return None if number and value > 0 else "a number of seconds > 0"
+    if name in ("max_tokens", "max_retries"):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= (name == "max_tokens")
+        return None if ok else ("an int >= 1" if name == "max_tokens" else "an int >= 0")
+    if name == "extra_body":
+        return None if isinstance(value, Mapping) else "a JSON object"
+    if name == "stop_token":
+        return None if isinstance(value, str) and value.strip() else "a non-empty string"
+    return None
 
 
 def takes_user(env_id: str) -> bool:

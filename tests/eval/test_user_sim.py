@@ -174,6 +174,12 @@ def test_a_user_endpoint_that_refuses_the_probe_fails_the_run(servers, tmp_path,
     (["--user-model", "u", "--user-base-url", "http://127.0.0.1:9/v1", "--env-kwargs",
       '{"user": "scripted"}'], "both set the user simulator; give it once"),
     (["--user-model", "u", "--user-base-url", "127.0.0.1:9"], "needs base_url, the API root"),
+    (["--user-model", "u", "--user-base-url", "http://127.0.0.1:9/v1", "--user-max-tokens", "0"],
+     "the LLM user simulator's max_tokens must be an int >= 1, got 0"),
+    (["--env-kwargs", '{"user": {"kind": "llm", "base_url": "http://127.0.0.1:9/v1", "model": "u", '
+      '"temperature": "hot"}}'], "the LLM user simulator's temperature must be a number >= 0, got 'hot'"),
+    (["--env-kwargs", '{"user": {"kind": "llm", "base_url": "http://127.0.0.1:9/v1", "model": "u", '
+      '"temprature": 1}}'], "unknown field(s) ['temprature']"),
 ])
 def test_bad_user_flags_are_clear_errors(servers, tmp_path, capsys, extra, message):
     asst = servers("assistant", _assistant)
