@@ -336,6 +336,37 @@ def _secrets(args: argparse.Namespace) -> list[str | None]:
     return [args.api_key, args.user_api_key, user.get("api_key") if isinstance(user, dict) else None]
 
 
+#: Resource names Ray sets with its own actor options, not in ``resources``.
+_RAY_BUILTIN = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
+
+
+def _ray_settings(args: argparse.Namespace) -> dict:
+    """`evaluate`'s ``ray_address``/``ray_actors``/``ray_options`` from --ray* (empty without --ray)."""
+    from gem_core.errors import InvalidArgument
+
+    if args.ray is None:
+        given = [f for f, v in (("--ray-actors", args.ray_actors), ("--ray-resources", args.ray_resources))
+                 if v is not None]
+        if given:
+            raise InvalidArgument(f"{' and '.join(given)} need(s) --ray ADDRESS (the cluster to run the envs on)")
+        return {}
+    if args.ray_actors is not None and args.ray_actors < 1:
+        raise InvalidArgument(f"--ray-actors must be a positive number of actors, got {args.ray_actors}")
+    options: dict = {"num_cpus": 1}
+    if args.ray_resources:
+        bad = {k: v for k, v in args.ray_resources.items()
+               if k in _RAY_BUILTIN or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0}
+        if bad:
+            raise InvalidArgument(
+                f"--ray-resources takes custom resources with positive amounts, e.g. '{{\"gem_env\": 1}}' "
+                f"(each actor then runs on a node started with `ray start --resources "
+                f"'{{\"gem_env\": 8}}'`); got {bad} (CPU/GPU/memory are not custom resources: each actor "
+                "takes 1 CPU)"
+            )
+        options["resources"] = dict(args.ray_resources)
+    return {"ray_address": args.ray, "ray_actors": args.ray_actors, "ray_options": options}
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     import logging
 
@@ -356,6 +387,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = _eval_settings(args)
+        ray = _ray_settings(args)
     except Error as e:
         print(f"gem eval: {e}", file=sys.stderr)
         return 2
@@ -394,6 +426,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             progress=not args.no_progress,
             command_line=["gem", *_redacted(args.argv, _secrets(args))],
+            **ray,
             **settings,
         )
     except Error as e:
@@ -544,6 +577,17 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--user-max-tokens", type=int, help="tokens per user message (default 256)")
     u.add_argument("--user-api-key", help="the user endpoint's key (default $GEM_USER_API_KEY, then "
                    "$OPENAI_API_KEY); never written to --out")
+    r = p.add_argument_group(
+        "Ray cluster", "build and step each episode's env (its tools, sandbox and user simulator) in "
+        "Ray actors on a cluster (pip install 'gem-core[ray]'); the model is still called from here. "
+        "Recorded in the manifest, not pinned: a resume may change or drop these flags")
+    r.add_argument("--ray", metavar="ADDRESS", help="the cluster: host:port of the head node (printed by "
+                   "`ray start --head`), auto, or ray://host:port")
+    r.add_argument("--ray-actors", type=int, metavar="N",
+                   help="the most env actors, 1 CPU each (default: the cluster's CPUs)")
+    r.add_argument("--ray-resources", type=_json_object, metavar="JSON",
+                   help="custom resources each actor needs, e.g. '{\"gem_env\": 1}' (actors then run on "
+                   "the nodes started with them)")
     p.add_argument("--max-consecutive-errors", type=int, default=5, metavar="N",
                    help="stop the run after N errored episodes in a row, e.g. a server that died "
                    "(default 5; 0: never)")

@@ -7,6 +7,7 @@ import datetime as dt
 import functools
 import json
 import os
+import pickle
 import platform
 import signal
 import sys
@@ -496,6 +497,119 @@ class _SharedSandbox:
                 self.sandbox = None
 
 
+def _make_eval_env(
+    env_id: str,
+    *,
+    api: str,
+    wrappers: Sequence[str],
+    tools: Sequence[str],
+    max_tool_uses: int,
+    env_kwargs: Mapping[str, Any],
+    user_spec: Mapping[str, Any] | None,
+    user_key: str | None,
+    timeout: float,
+    max_retries: int,
+    sandbox: Any = None,
+) -> Env:
+    """One env of a run: `build_env` with this episode's user simulator (a fresh
+    `LLMUser`, the key given here only; the env closes it), refusing images in
+    ``"completions"`` mode."""
+    kwargs = dict(env_kwargs)
+    made_user = None
+    if user_spec is not None:
+        if user_spec["kind"] != "llm":
+            made_user = user_spec["kind"]
+        else:
+            from gem_core.multiagent.users import LLMUser
+
+            options = {"timeout": timeout, "max_retries": max_retries,
+                       **{k: v for k, v in user_spec.items() if k != "kind"}}
+            made_user = LLMUser(api_key=user_key, **options)
+        kwargs["user"] = made_user
+    try:
+        env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
+                        env_kwargs=kwargs, sandbox=sandbox)
+    except BaseException:
+        close = getattr(made_user, "close", None)
+        if callable(close):
+            close()
+        raise
+    return env if api == "chat" else _TextOnly(env, env_id)
+
+
+_ACTOR_SANDBOX: dict[str, Any] = {}
+_ACTOR_LOCK = threading.Lock()
+
+
+def _actor_sandbox(size: int) -> Any:
+    """This process's `Sandbox`, shared by the python tools of every env it hosts (in a
+    Ray actor: the sandbox pool lives on the actor's node and dies with the actor)."""
+    with _ACTOR_LOCK:
+        if "sandbox" not in _ACTOR_SANDBOX:
+            from gem_core.sandbox import Sandbox
+
+            _ACTOR_SANDBOX["sandbox"] = Sandbox(size=size)
+        return _ACTOR_SANDBOX["sandbox"]
+
+
+def _data_key(loads: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(d.get("dataset"), d.get("split"), d.get("rows"), d.get("sha256")) for d in loads]
+
+
+def _pooled_env(env_id: str, *, data_env: Mapping[str, str | None], data: Mapping[str, Any],
+                sandbox_size: int | None, **settings: Any) -> Env:
+    """`_make_eval_env` where an env pool builds its envs (a Ray actor, another process).
+
+    Pickled to the pool with plain-data settings. The variables that select data
+    (``GEM_DATA``, ``GEM_DATA_DIR``, the HF offline flags) are set as in the process that
+    runs `evaluate`, and the rows the env read must be the ones the run pinned (``data``:
+    the manifest's, read there) — another node's copy of a dataset is refused, not mixed.
+    """
+    from gem_core.data import recorded_loads
+
+    with _ACTOR_LOCK:
+        for name, value in data_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    sandbox = _actor_sandbox(sandbox_size) if sandbox_size else None
+    with recorded_loads() as loads:
+        env = _make_eval_env(env_id, sandbox=sandbox, **settings)
+    pinned = data.get(env_id)
+    if pinned is not None and loads and _data_key(loads) != _data_key(pinned):
+        env.close()
+        was = ", ".join(f"{d.get('source')} ({d.get('rows')} rows, sha256 {str(d.get('sha256'))[:12]})"
+                        for d in pinned) or "no dataset"
+        is_ = ", ".join(f"{d['source']} ({d['rows']} rows, sha256 {d['sha256'][:12]})" for d in loads)
+        raise InvalidArgument(
+            f"{env_id} reads other data in the env pool's process (pid {os.getpid()}, "
+            f"{platform.node()}) than where gem eval runs (there: {was}; here: {is_}); give "
+            "every node the same data (the same GEM_DATA_DIR contents / data_path, or hub access)"
+        )
+    return env
+
+
+async def _prebuild_pooled(env_pool: Any, make_env: Any, ids: Sequence[str]) -> None:
+    """Build one env per id in ``env_pool`` before any episode (kept for reuse): an env
+    the cluster cannot build fails the run now, once, not in every episode."""
+    session = env_pool.bind(make_env, None)
+    for env_id in ids:
+        env = await session.acquire(env_id)
+        await session.release(env_id, env, True)
+
+
+def _describe_pool(env_pool: Any, ray_address: str | None, ray_actors: int | None,
+                   ray_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The manifest's ``env_pool``: where the envs ran (informational, never pinned)."""
+    if ray_address is not None:
+        return {"kind": "ray", "address": ray_address, "num_actors": ray_actors,
+                "ray_options": dict(ray_options or {}), "pinned": False}
+    if env_pool is not None:
+        return {"kind": type(env_pool).__name__, "repr": repr(env_pool), "pinned": False}
+    return None
+
+
 def evaluate(
     env_ids: str | Sequence[str],
     *,
@@ -530,6 +644,10 @@ def evaluate(
     policy: Any = None,
     user: Mapping[str, Any] | str | None = None,
     user_api_key: str | None = None,
+    env_pool: Any = None,
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
+    ray_options: Mapping[str, Any] | None = None,
 ) -> EvalResult:
     """Evaluate a served model on registered envs; the Python face of ``gem eval``.
 
@@ -603,6 +721,19 @@ def evaluate(
     user's requests use the run's ``timeout`` and ``max_retries`` unless its spec says
     otherwise.
 
+    On a Ray cluster (``ray_address``, or a ready ``env_pool``): each episode's env is
+    built and stepped in a Ray actor (`gem_core.distributed.RayEnvPool`), with its
+    tools, python sandbox and LLM user; the model is still called from here. The
+    settings go to the actors as plain data (an LLM user's key with them, in Ray's task
+    arguments); ``GEM_DATA``/``GEM_DATA_DIR`` and the HF offline flags are set there as
+    here, and an actor whose env reads other rows than the run pinned is refused. Before
+    the first episode the cluster is connected (an unreachable address raises
+    `RayConnectionError` within the connect timeout; no Ray: `DependencyNotInstalled`)
+    and one env per id is built in an actor. Where the envs run selects no data: the
+    manifest records it (``env_pool``) but does not pin it, so a resume may run with
+    other actors, another cluster or none. An actor that dies ends only its episodes
+    (``env.step: WorkerError``); they count as errored episodes.
+
     Args:
         env_ids: one or more registered env ids.
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
@@ -648,6 +779,14 @@ def evaluate(
         user_api_key: the LLM user's key (default: the spec's ``api_key``, then
             ``$GEM_USER_API_KEY``, then ``$OPENAI_API_KEY``); never written to the run
             directory.
+        env_pool: a ready pool to build the envs in (e.g. a `RayEnvPool` the caller
+            owns and closes); see `gem_core.rl.collect.run_jobs`.
+        ray_address: run the envs on this Ray cluster (``host:port`` of the head node,
+            ``"auto"`` or ``"ray://host:port"``): a `RayEnvPool` is made for the run and
+            closed at its end. Not with ``env_pool``.
+        ray_actors: the pool's most actors (default: the cluster's CPUs / ``num_cpus``).
+        ray_options: each actor's Ray options (default ``{"num_cpus": 1}``), e.g.
+            ``{"num_cpus": 1, "resources": {"gem_env": 1}}``.
 
     Returns:
         The `EvalResult`.
@@ -655,6 +794,7 @@ def evaluate(
     Raises:
         NameNotFound / VersionNotFound: an unknown env id ("did you mean").
         EndpointUnreachable: nothing answers at ``base_url``.
+        RayConnectionError: nothing answers as a Ray cluster at ``ray_address``.
         EndpointIncompatible: the probe request was refused or misread (e.g. no token-id
             completions: use ``api="chat"``).
         DatasetUnavailable / DependencyNotInstalled / InvalidKwarg /
@@ -710,6 +850,27 @@ def evaluate(
         raise InvalidArgument(
             f"policy {type(policy).__name__} does not fit api={api!r}: it needs {need} "
             f"method; pass api={'completions' if api == 'chat' else 'chat'!r} or another policy"
+        )
+
+    if env_pool is not None and ray_address is not None:
+        raise InvalidArgument(
+            "give either env_pool= (a ready pool) or ray_address= (gem eval --ray: a pool made "
+            "for the run), not both"
+        )
+    if ray_address is None and (ray_actors is not None or ray_options is not None):
+        raise InvalidArgument(
+            "ray_actors / ray_options (--ray-actors / --ray-resources) need ray_address "
+            "(--ray ADDRESS), the cluster to run the envs on"
+        )
+    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
+        raise InvalidArgument(
+            f"ray_address must be the cluster's address ('host:port' printed by `ray start "
+            f"--head`, 'auto' or 'ray://host:port'), got {ray_address!r}"
+        )
+    if env_pool is not None and not callable(getattr(env_pool, "bind", None)):
+        raise InvalidArgument(
+            f"env_pool {type(env_pool).__name__} has no bind(make_env, executor) method; pass a "
+            "gem_core.distributed.RayEnvPool (or leave it out: envs in this process)"
         )
 
     if api == "completions":
@@ -801,7 +962,8 @@ def evaluate(
             resumes = list(old.get("resumes") or [])
             resumes.append({"at": now, "command_line": this_command, "gem_core_version": _gem_version(),
                             "base_url": base_url,
-                            "user_base_url": (user_spec or {}).get("base_url")})
+                            "user_base_url": (user_spec or {}).get("base_url"),
+                            "env_pool": _describe_pool(env_pool, ray_address, ray_actors, ray_options)})
             pinned_data = dict(old.get("data") or {})
             done = rec.read_records(out / rec.RECORDS_FILE)
             if retry_errors:
@@ -837,6 +999,9 @@ def evaluate(
             user_spec, ids, env_user,
             key_set=bool(user_key or os.environ.get("OPENAI_API_KEY"))),
         "concurrency": concurrency,
+        # Where the envs ran (None: in this process). It selects no data, so it is not
+        # pinned: a resume may use other actors, another cluster, or none.
+        "env_pool": _describe_pool(env_pool, ray_address, ray_actors, ray_options),
         "envs": {e: _env_info(e) for e in ids},
         "seeds": {
             "env_seeds": [seed + i for i in range(episodes)],
@@ -871,38 +1036,34 @@ def evaluate(
     shared = _SharedSandbox(concurrency)
     uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
 
-    def make_user() -> Any:
-        """This episode's user simulator: a fresh `LLMUser` (its conversation is its own),
-        the key given here only; the env closes it."""
-        if user_spec["kind"] != "llm":
-            return user_spec["kind"]
-        from gem_core.multiagent.users import LLMUser
-
-        options = {"timeout": timeout, "max_retries": max_retries,
-                   **{k: v for k, v in user_spec.items() if k != "kind"}}
-        return LLMUser(api_key=user_key, **options)
+    env_settings: dict[str, Any] = {
+        "api": api, "wrappers": list(wrappers), "tools": list(tools), "max_tool_uses": max_tool_uses,
+        "env_kwargs": env_kwargs, "user_spec": user_spec, "user_key": user_key,
+        "timeout": timeout, "max_retries": max_retries,
+    }
 
     def make_env(env_id: str) -> Env:
-        kwargs = env_kwargs
-        made_user = None
-        if user_spec is not None:
-            made_user = make_user()
-            kwargs = {**env_kwargs, "user": made_user}
-        try:
-            env = build_env(env_id, wrappers=wrappers, tools=tools, max_tool_uses=max_tool_uses,
-                            env_kwargs=kwargs, sandbox=shared.get() if uses_python else None)
-        except BaseException:
-            close = getattr(made_user, "close", None)
-            if callable(close):
-                close()
-            raise
-        return env if api == "chat" else _TextOnly(env, env_id)
+        return _make_eval_env(env_id, sandbox=shared.get() if uses_python else None, **env_settings)
 
     formatter = None
     own_policy = False
+    own_pool = False
+    pool_env: Any = None  # what the env pool builds envs with (pickled to it)
     prebuilt: dict[str, Env] = {}
+
+    def close_pool() -> None:
+        if own_pool:
+            env_pool.close()
+
     if jobs:
         try:
+            if ray_address is not None:  # before the endpoint: a wrong address fails in seconds
+                from gem_core.distributed import RayEnvPool
+
+                env_pool = RayEnvPool(ray_actors, ray_options=ray_options, address=ray_address)
+                own_pool = True
+                manifest["env_pool"]["num_actors"] = env_pool.num_actors
+                save_manifest()
             if policy is None:
                 if not base_url.startswith(("http://", "https://")):
                     raise InvalidArgument(
@@ -939,10 +1100,30 @@ def evaluate(
                 built[env_id] = loads
             _check_data(pinned_data, built, out)
             manifest["data"] = {**pinned_data, **built}
+            if env_pool is not None:  # the episodes' envs are built in the pool: check it can
+                for env in prebuilt.values():
+                    env.close()
+                prebuilt.clear()
+                pool_env = functools.partial(
+                    _pooled_env, data_env=dict(manifest["data_env"]), data=dict(manifest["data"]),
+                    sandbox_size=shared.size if uses_python else None, **env_settings)
+                try:
+                    pickle.dumps(pool_env)
+                except Exception as exc:
+                    raise InvalidArgument(
+                        f"the env settings cannot be sent to the env pool ({type(exc).__name__}: "
+                        f"{exc}); envs built in Ray actors take plain data only: give env_kwargs as "
+                        "JSON values and a user simulator as a spec (user=..., --user-model), not "
+                        "an object"
+                    ) from None
+                if _run_loop(_prebuild_pooled(env_pool, pool_env, list(dict.fromkeys(j[0] for j in jobs)))) \
+                        == "interrupted":
+                    raise KeyboardInterrupt
         except BaseException as exc:
             for env in prebuilt.values():
                 env.close()
             shared.close()
+            close_pool()
             if own_policy:
                 policy.close()
             manifest["status"] = "failed"
@@ -1000,9 +1181,10 @@ def evaluate(
                         for e, i, s in jobs]
         try:
             state = _run_loop(
-                run_jobs(episode_jobs, play, make_env=reuse_or_make, sampling=sampling,
-                         concurrency=concurrency, layout="per_turn" if api == "chat" else "packed",
-                         thread_name="gem-eval-env", on_episode=on_done),
+                run_jobs(episode_jobs, play, make_env=reuse_or_make if env_pool is None else pool_env,
+                         sampling=sampling, concurrency=concurrency,
+                         layout="per_turn" if api == "chat" else "packed",
+                         thread_name="gem-eval-env", on_episode=on_done, env_pool=env_pool),
                 breaker,
             )
         finally:
@@ -1010,6 +1192,12 @@ def evaluate(
             for env in prebuilt.values():
                 env.close()
             shared.close()
+            if env_pool is not None and manifest["env_pool"] is not None:
+                for key in ("restarts", "built"):
+                    if isinstance(getattr(env_pool, key, None), int):
+                        manifest["env_pool"]["actor_restarts" if key == "restarts" else "envs_built"] = \
+                            getattr(env_pool, key)
+            close_pool()
             if sink is not None:
                 sink.close()
             if own_policy:
