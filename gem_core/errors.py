@@ -24,6 +24,7 @@ __all__ = [
     "SandboxClosed",
     "PlayRowError",
     "InvalidRow",
+    "ReducedIsolationWarning",
 ]
 
 
@@ -174,3 +175,8 @@ class PlayRowError(Error, RuntimeError):
 
 class InvalidRow(PlayRowError, InvalidArgument):
     """A dataset row names no env id, or has a seed that is not an integer."""
+
+
+class ReducedIsolationWarning(RuntimeWarning):
+    """Bubblewrap is unavailable: sandboxed code and shell commands are bounded by rlimits
+    (and a network namespace where permitted) but see the host's file system."""

@@ -242,8 +242,13 @@ def _exit_code(status):
     return -1
 
 
-class _Capture:
-    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest."""
+class OutputCapture:
+    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest.
+
+    The one output capture of gem_core.sandbox: the zygote's (run output) and the host's
+    (`Shell` commands) both use this class, so both mark a cut the same way:
+    ``... [N bytes truncated] ...`` on a line of its own.
+    """
 
     def __init__(self, limit):
         self.head_limit = limit // 2
@@ -269,10 +274,10 @@ class _Capture:
         return self.total > len(self.head) + len(self.tail)
 
     def text(self):
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
         if not self.truncated:
             return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
         cut = self.total - len(self.head) - len(self.tail)
         return f"{head}\n... [{cut} bytes truncated] ...\n{tail}"
 
@@ -635,7 +640,7 @@ class Zygote:
         pid, in_w, pidfd, workdir = spare["pid"], spare["in_w"], spare["pidfd"], spare["workdir"]
         out_r, err_r, status_r = spare["out_r"], spare["err_r"], spare["status_r"]
         limit = int(self.limits["max_output_bytes"])
-        out, err = _Capture(limit), _Capture(limit)
+        out, err = OutputCapture(limit), OutputCapture(limit)
         try:
             _write_frame(spare["ctrl_w"], {"code": req["code"], "prelude": req.get("prelude") or [],
                                            "cpu_s": float(req.get("cpu_s") or self.limits["cpu_s"])})

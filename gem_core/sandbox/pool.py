@@ -9,7 +9,6 @@ import json
 import os
 import queue
 import select
-import shutil
 import signal
 import struct
 import subprocess
@@ -17,7 +16,6 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
+from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import remove_path
+from gem_core.sandbox.isolation import Isolation, ReducedIsolationWarning, detect_isolation
 
 __all__ = [
     "Sandbox",
@@ -36,8 +36,6 @@ __all__ = [
     "DEFAULT_PRELOAD",
     "detect_isolation",
 ]
-
-Isolation = Literal["bwrap", "netns", "rlimits"]
 
 DEFAULT_PRELOAD: tuple[str, ...] = (
     "math", "itertools", "collections", "re", "json", "functools", "random", "string",
@@ -65,17 +63,9 @@ _SANDBOX_ENV = {
     "USER": "sandbox",
     "LOGNAME": "sandbox",
 }
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-              "/etc/alternatives")
 # What the zygote keeps of root's power under bubblewrap: enough to drop each execution to
 # its own uid, kill what it leaves behind and delete its files. Executions keep nothing.
 _ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
-
-
-class ReducedIsolationWarning(RuntimeWarning):
-    """Bubblewrap is unavailable: executions are bounded by rlimits (and a network namespace
-    where permitted) but see the host's file system."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,235 +97,6 @@ class ExecResult:
     def ok(self) -> bool:
         """Exit code 0, no timeout, no sandbox failure."""
         return self.exit_code == 0 and not self.timed_out and self.sandbox_error is None
-
-
-# ----------------------------------------------------------------------------- isolation
-
-
-def _python_dirs() -> list[str]:
-    """Directories the interpreter needs (prefixes of the venv and its base Python)."""
-    found: list[str] = []
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(sys.executable)}
-    candidates |= {os.path.realpath(p) for p in list(candidates)}
-    candidates.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
-    for path in sorted(candidates):
-        if not path or path == "/" or not os.path.isdir(path):
-            continue
-        if any(path == d or path.startswith(d + "/") for d in _SYSTEM_DIRS):
-            continue
-        if any(path.startswith(kept + "/") for kept in found):
-            continue
-        found = [kept for kept in found if not kept.startswith(path + "/")] + [path]
-    return found
-
-
-_DATA_DIR_VARS = ("GEM_DATA_DIR", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE")
-
-
-def _masked_dirs(bound: Sequence[str]) -> list[str]:
-    """Directories inside the bound installation that sandboxed code must not read.
-
-    The installed ``gem_core`` package (its data samples hold the answers of the shipped
-    tasks; a terminal task's ``solution.sh`` its solution), the source checkout when an
-    editable install's checkout lies inside a bound dir, and dataset directories
-    (``$GEM_DATA_DIR``, the Hugging Face caches) that lie inside one.
-    """
-    package = os.path.realpath(Path(__file__).resolve().parents[1])
-    candidates = [package]
-    checkout = os.path.dirname(package)
-    if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
-        candidates.append(checkout)  # an editable install's checkout
-    for var in _DATA_DIR_VARS:
-        value = os.environ.get(var)
-        if value:
-            candidates.append(os.path.realpath(os.path.expanduser(value)))
-    masked: list[str] = []
-    for path in sorted(set(candidates)):
-        inside = any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound)
-        if inside and os.path.isdir(path) and not any(path.startswith(m + "/") for m in masked):
-            masked.append(path)
-    return masked
-
-
-def _bwrap_command(env: dict[str, str], root: bool, tmp_bytes: int | None = None) -> list[str]:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise SandboxUnavailable("bubblewrap (bwrap) is not on PATH")
-    cmd = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-           "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-           "--clearenv"]
-    for key, value in env.items():
-        cmd += ["--setenv", key, value]
-    for path in _SYSTEM_DIRS:
-        if os.path.islink(path):
-            cmd += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            cmd += ["--ro-bind", path, path]
-    cmd += ["--perms", "0755", "--dir", "/etc"]
-    for path in _ETC_FILES:
-        cmd += ["--ro-bind-try", path, path]
-    cmd += ["--dev", "/dev", "--mqueue", "/dev/mqueue", "--proc", "/proc", "--perms", "1777"]
-    if tmp_bytes is not None:
-        cmd += ["--size", str(tmp_bytes)]
-    cmd += ["--tmpfs", "/tmp"]
-    made: set[str] = set()
-    bound = _python_dirs()
-    for path in bound:
-        # Parents bubblewrap creates would copy the host's modes (``/root`` is 0700, which
-        # would lock a dropped uid out of a pyenv Python): make them traversable first.
-        parent = os.path.dirname(path)
-        ancestors = []
-        while parent not in ("/", "") and parent not in made and parent != "/tmp":
-            ancestors.append(parent)
-            parent = os.path.dirname(parent)
-        for directory in reversed(ancestors):
-            cmd += ["--perms", "0755", "--dir", directory]
-            made.add(directory)
-        cmd += ["--ro-bind", path, path]
-    for path in _masked_dirs(bound):  # an empty, read-only directory in its place
-        cmd += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
-    if root:
-        cmd += ["--cap-drop", "ALL"]
-        for cap in _ZYGOTE_CAPS:
-            cmd += ["--cap-add", cap]
-    cmd += ["--chdir", "/tmp"]
-    return cmd
-
-
-def _unshare_command(root: bool) -> list[str]:
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        raise SandboxUnavailable("unshare (util-linux) is not on PATH")
-    user = [] if root else ["--map-root-user"]
-    return [unshare, *user, "--net", "--pid", "--ipc", "--fork", "--kill-child"]
-
-
-def _prefix(isolation: Isolation, env: dict[str, str], tmp_bytes: int | None = None) -> list[str]:
-    root = os.geteuid() == 0
-    if isolation == "bwrap":
-        return _bwrap_command(env, root, tmp_bytes)
-    if isolation == "netns":
-        return _unshare_command(root)
-    return []
-
-
-_PROBED: dict[str, str | None] = {}  # isolation -> None (works) or why not
-_PROBE_LOCK = threading.Lock()
-_WARNED = False
-
-
-def _probe(isolation: Isolation) -> str | None:
-    """``None`` when a Python can start under ``isolation`` here, else the reason why not."""
-    with _PROBE_LOCK:
-        if isolation in _PROBED:
-            return _PROBED[isolation]
-        try:
-            cmd = _prefix(isolation, dict(_SANDBOX_ENV, PATH="/usr/bin:/bin"))
-            cmd += [sys.executable, "-I", "-c", "import os; print('ok')"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
-                                  env=dict(_SANDBOX_ENV, PATH="/usr/bin:/bin"))
-            why = None if proc.stdout.strip() == "ok" else (
-                f"exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
-        except SandboxUnavailable as e:
-            why = str(e)
-        except (OSError, subprocess.SubprocessError) as e:
-            why = f"{type(e).__name__}: {e}"
-        _PROBED[isolation] = why
-        return why
-
-
-def detect_isolation() -> tuple[Isolation, dict[str, str]]:
-    """The strongest isolation that works here, and why each stronger one does not.
-
-    Returns:
-        ``(isolation, reasons)``: ``"bwrap"`` when bubblewrap starts a sandbox, else
-        ``"netns"`` when ``unshare`` may create network and pid namespaces, else
-        ``"rlimits"``; ``reasons`` maps each skipped level to the failure.
-    """
-    reasons: dict[str, str] = {}
-    for level in ("bwrap", "netns"):
-        why = _probe(level)  # type: ignore[arg-type]
-        if why is None:
-            return level, reasons  # type: ignore[return-value]
-        reasons[level] = why
-    return "rlimits", reasons
-
-
-def _warn_reduced(isolation: Isolation, reasons: dict[str, str]) -> None:
-    global _WARNED
-    if _WARNED:
-        return
-    _WARNED = True
-    detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
-    extra = (" (private network and pid namespaces)" if isolation == "netns"
-             else " (no network or pid namespace either)")
-    warnings.warn(
-        f"gem_core.sandbox: bubblewrap is unavailable ({detail}), so sandboxed code runs with "
-        f"reduced isolation: {isolation}{extra}. It can read the host's files that its user "
-        "may read. Install bubblewrap for full isolation (Debian/Ubuntu: apt-get install "
-        "bubblewrap; Fedora: dnf install bubblewrap).",
-        ReducedIsolationWarning,
-        stacklevel=4,
-    )
-
-
-def _others_can_read(path: str) -> bool:
-    """Whether a uid that owns nothing may list ``path`` and traverse all its parents."""
-    try:
-        if os.stat(path).st_mode & 0o005 != 0o005:
-            return False
-        parent = os.path.dirname(path)
-        while parent not in ("/", ""):
-            if not os.stat(parent).st_mode & 0o001:
-                return False
-            parent = os.path.dirname(parent)
-    except OSError:
-        return False
-    return True
-
-
-def _count_user_processes(uid: int) -> int:
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.stat(entry.path).st_uid == uid:
-                count += 1
-        except OSError:
-            pass
-    return count
-
-
-_SECCOMP: dict[str, bytes | None] = {}
-
-
-def _seccomp_program() -> bytes | None:
-    """The filter every bubblewrap zygote (and so every run) gets, or ``None`` where it
-    cannot be built or bubblewrap refuses it here: ptrace and the other calls of
-    `gem_core.sandbox.seccomp.DEFAULT_DENY` fail, and so does creating a user namespace."""
-    with _PROBE_LOCK:
-        if "program" in _SECCOMP:
-            return _SECCOMP["program"]
-        from gem_core.sandbox import seccomp
-
-        program: bytes | None
-        try:
-            program = seccomp.build_filter()
-            fd = seccomp.filter_fd(program)
-            try:
-                bwrap = shutil.which("bwrap") or "bwrap"
-                proc = subprocess.run([bwrap, "--ro-bind", "/", "/", "--seccomp", str(fd), "--", "/bin/true"],
-                                      capture_output=True, timeout=30, pass_fds=(fd,))
-            finally:
-                os.close(fd)
-            if proc.returncode != 0:
-                program = None
-        except (SandboxUnavailable, OSError, subprocess.SubprocessError, ValueError):
-            program = None
-        _SECCOMP["program"] = program
-        return program
 
 
 def _memory_cgroup_root() -> tuple[str, str] | None:
@@ -481,9 +242,9 @@ def _forget_spawner_after_fork() -> None:
     pools' (unusable here: `Sandbox` refuses to run in a process that did not create it,
     and the child's own pools take uids from its own pid).
     """
-    global _SPAWNER, _SPAWNER_LOCK, _PROBE_LOCK, _UID_LOCK
+    global _SPAWNER, _SPAWNER_LOCK, _UID_LOCK
     _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
-    _PROBE_LOCK, _UID_LOCK = threading.Lock(), threading.Lock()
+    _UID_LOCK = threading.Lock()
     _UID_BLOCKS.clear()
 
 
@@ -784,20 +545,9 @@ class Sandbox:
         if sys.platform != "linux":
             raise SandboxUnavailable(
                 f"gem_core.sandbox needs Linux (fork, rlimits, namespaces); this is {sys.platform}")
-        if isolation == "auto":
-            level, reasons = detect_isolation()
-            if level != "bwrap":
-                _warn_reduced(level, reasons)
-        elif isolation in ("bwrap", "netns", "rlimits"):
-            level = isolation
-            why = _probe(level) if level != "rlimits" else None
-            if why is not None:
-                raise SandboxUnavailable(
-                    f"Sandbox(isolation={level!r}) does not work here: {why}. Use "
-                    "isolation='auto' to fall back to the strongest level that does.")
-        else:
-            raise InvalidArgument(
-                f"Sandbox(isolation=...) expects 'auto', 'bwrap', 'netns' or 'rlimits', got {isolation!r}")
+        level = _isolation.resolve_isolation(
+            isolation, owner="Sandbox", runs="sandboxed code runs",
+            exposure="it can read the host's files that its user may read")
         self.isolation: Isolation = level
         self.size = int(size)
         self.timeout_s = float(timeout_s)
@@ -816,7 +566,7 @@ class Sandbox:
         # Without bubblewrap (which re-creates the parents world-readable) that uid must be
         # able to read the Python installation; under e.g. a 0700 /root it cannot, and the
         # executions keep the host's uid (NPROC then does not bind root: reduced isolation).
-        can_drop = root and (level == "bwrap" or all(_others_can_read(p) for p in _python_dirs()))
+        can_drop = root and (level == "bwrap" or all(_isolation.others_can_read(p) for p in _isolation.python_dirs()))
         # The uids of a pool: unique per host pid and per pool within the process.
         self._drop_uid_base = _take_uid_block() if can_drop else None
         # Memory: a cgroup per slot bounds all processes of a run together, where this
@@ -840,12 +590,15 @@ class Sandbox:
             max_processes = 64 if self._cgroup_root else 16
         self.max_processes = int(max_processes)
         self.tmp_mb = int(tmp_mb)
-        nproc = int(max_processes) if can_drop else _count_user_processes(os.getuid()) + int(max_processes)
-        self._seccomp = _seccomp_program() if level == "bwrap" else None
+        nproc = int(max_processes) if can_drop else _isolation.count_user_processes(os.getuid()) + int(max_processes)
+        self._seccomp = _isolation.seccomp_program()[0] if level == "bwrap" else None
         path = ":".join(dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]))
         env = dict(_SANDBOX_ENV, PATH=path, HOME=base, TMPDIR=base)
         self._popen_env = env
-        self._prefix = _prefix(level, env, int(tmp_mb) << 20)
+        if level == "bwrap":
+            self._prefix = _isolation.bwrap_command(env, tmp_bytes=int(tmp_mb) << 20, caps=_ZYGOTE_CAPS)
+        else:
+            self._prefix = _isolation.unshare_command() if level == "netns" else []
         self._zygote_config = {
             "pidns": level in ("bwrap", "netns"),
             "ipcns": level in ("bwrap", "netns"),

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
-import glob
 import os
 import select
 import shutil
@@ -26,16 +24,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from gem_core.errors import InvalidArgument, SandboxClosed, SandboxUnavailable
-from gem_core.sandbox.pool import (
-    _ETC_FILES,
-    _SYSTEM_DIRS,
-    Isolation,
+from gem_core.errors import (
+    InvalidArgument,
     ReducedIsolationWarning,
-    _count_user_processes,
-    _probe,
-    detect_isolation,
+    SandboxClosed,
+    SandboxUnavailable,
 )
+from gem_core.sandbox import isolation as _isolation
+from gem_core.sandbox._server import OutputCapture
+from gem_core.sandbox.isolation import Isolation
 
 __all__ = [
     "Shell",
@@ -82,7 +79,7 @@ def _pid_max() -> int:
 _UIDS_PER_PID = min(512, (2**32 - 2 - _UID_BASE) // _pid_max()) & ~1
 _UID_SLOTS: set[int] = set()  # the slots (pairs of uids) held by live Shells of this process
 _UID_LOCK = threading.Lock()
-_WARNED = False
+_WARNED_SECCOMP = False  # the missing-filter warning is given once per process
 _SECCOMP_FD = "<seccomp fd>"  # placeholder in a bwrap argv, replaced by the fd of each run
 _AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")  # what setpriv needs to drop a run
 # The grader (test driver) keeps these, as ambient capabilities of its own uid: to run the
@@ -107,7 +104,7 @@ class ShellResult:
     Attributes:
         output: stdout and stderr interleaved as written (one pipe), decoded as UTF-8
             with replacement; beyond ``max_output_bytes`` the head and tail are kept,
-            joined by a ``[... N bytes omitted ...]`` line.
+            joined by a ``... [N bytes truncated] ...`` line (the Python sandbox's marker).
         exit_code: the command's exit status (bash reports ``128 + n`` for a child killed
             by signal n), or minus the signal number when the whole sandbox was killed
             (``-9`` after a timeout).
@@ -141,40 +138,6 @@ class ShellResult:
     def ok(self) -> bool:
         """Exit code 0 and no timeout."""
         return self.exit_code == 0 and not self.timed_out
-
-
-class _HeadTail:
-    """Keeps the first and last half of ``limit`` bytes of a stream and counts the rest."""
-
-    def __init__(self, limit: int):
-        self.head_limit = limit // 2
-        self.tail_limit = limit - self.head_limit
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > self.tail_limit:
-                del self.tail[: len(self.tail) - self.tail_limit]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        cut = self.total - len(self.head) - len(self.tail)
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
-        return f"{head}\n[... {cut} bytes omitted ...]\n{tail}"
 
 
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -438,98 +401,18 @@ def _release(root_dir: list[str | None], slot: int | None, owner_pid: int) -> No
             _UID_SLOTS.discard(slot)
 
 
-@functools.lru_cache(maxsize=1)
 def _seccomp_program() -> bytes | None:
     """The filter of every bubblewrap run (`gem_core.sandbox.seccomp`), or ``None`` with a
     `ReducedIsolationWarning` when this machine has no table or bubblewrap refuses it."""
-    from gem_core.sandbox import seccomp
-
-    try:
-        program = seccomp.build_filter()
-    except SandboxUnavailable as e:
-        why = str(e)
-    else:
-        fd = seccomp.filter_fd(program)
-        try:
-            proc = subprocess.run(
-                [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-                 "--seccomp", str(fd), "--", "/bin/true"],
-                pass_fds=(fd,), capture_output=True, text=True, timeout=30, check=False)
-            why = None if proc.returncode == 0 else (
-                f"bwrap --seccomp failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
-        except (OSError, subprocess.SubprocessError) as e:
-            why = f"bwrap --seccomp failed: {type(e).__name__}: {e}"
-        finally:
-            os.close(fd)
-        if why is None:
-            return program
-    warnings.warn(
-        f"gem_core.sandbox.Shell: no seccomp filter ({why}); shell commands may use ptrace "
-        "and create user namespaces (other processes of the same uid are then exposed where "
-        "the kernel's Yama LSM does not restrict ptrace)", ReducedIsolationWarning, stacklevel=4)
-    return None
-
-
-def _package_dirs() -> list[str]:
-    """The installed ``gem_core`` package and its metadata (``*.dist-info``) directories."""
-    import gem_core
-
-    package = os.path.dirname(os.path.realpath(gem_core.__file__))
-    parent = os.path.dirname(package)
-    found = [package]
-    for pattern in ("gem_core-*.dist-info", "gem_core-*.egg-info", "gem_core.egg-info",
-                    "gem-core-*.dist-info"):
-        found += sorted(glob.glob(os.path.join(glob.escape(parent), pattern)))
-    return found
-
-
-def _hidden_dirs() -> list[str]:
-    """What a sandboxed command must not see although it lies in a bound system directory:
-    the installed ``gem_core`` (terminal tasks' ``test.sh``/``solution.sh``, data samples)
-    and ``$GEM_DATA_DIR`` (datasets with their answers); masked with an empty tmpfs."""
-    candidates = list(_package_dirs())
-    data = os.environ.get("GEM_DATA_DIR")
-    if data:
-        candidates.append(os.path.expanduser(data))
-    bound = [os.path.realpath(d) for d in _SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    hidden = []
-    for path in candidates:
-        real = os.path.realpath(path)
-        if os.path.isdir(real) and any(real == b or real.startswith(b + "/") for b in bound):
-            hidden.append(real)
-    return sorted(set(hidden))
-
-
-@functools.lru_cache(maxsize=1)
-def _bwrap_has_size() -> bool:
-    """Whether this bubblewrap takes ``--size`` (a cap on a ``--tmpfs``; bubblewrap 0.8+)."""
-    try:
-        proc = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True,
-                              text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "--size" in proc.stdout + proc.stderr
-
-
-def _warn_reduced(isolation: Isolation, reasons: dict[str, str]) -> None:
-    global _WARNED
-    if _WARNED:
-        return
-    _WARNED = True
-    detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
-    extra = (
-        "private network and pid namespaces, but the host's file system"
-        if isolation == "netns"
-        else "no network or pid namespace and the host's file system"
-    )
-    warnings.warn(
-        f"gem_core.sandbox.Shell: bubblewrap is unavailable ({detail}), so shell commands run "
-        f"with reduced isolation ({isolation}: rlimits, {extra}; the workspace is a host "
-        "directory and read-only runs get a copy of it). Install bubblewrap for full isolation "
-        "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap).",
-        ReducedIsolationWarning,
-        stacklevel=3,
-    )
+    global _WARNED_SECCOMP
+    program, why = _isolation.seccomp_program()
+    if program is None and not _WARNED_SECCOMP:
+        _WARNED_SECCOMP = True
+        warnings.warn(
+            f"gem_core.sandbox.Shell: no seccomp filter ({why}); shell commands may use ptrace "
+            "and create user namespaces (other processes of the same uid are then exposed where "
+            "the kernel's Yama LSM does not restrict ptrace)", ReducedIsolationWarning, stacklevel=4)
+    return program
 
 
 class Shell:
@@ -633,20 +516,9 @@ class Shell:
                     f"Shell({name}=...) must be a positive number or None (no cap), got {value!r}")
         if shutil.which("bash") is None:
             raise SandboxUnavailable("gem_core.sandbox.Shell needs bash on PATH; install bash")
-        if isolation == "auto":
-            level, reasons = detect_isolation()
-            if level != "bwrap":
-                _warn_reduced(level, reasons)
-        elif isolation in ("bwrap", "netns", "rlimits"):
-            level = isolation
-            why = _probe(level) if level != "rlimits" else None
-            if why is not None:
-                raise SandboxUnavailable(
-                    f"Shell(isolation={level!r}) does not work here: {why}. Use "
-                    "isolation='auto' to fall back to the strongest level that does.")
-        else:
-            raise InvalidArgument(
-                f"Shell(isolation=...) expects 'auto', 'bwrap', 'netns' or 'rlimits', got {isolation!r}")
+        level = _isolation.resolve_isolation(
+            isolation, owner="Shell", runs="shell commands run",
+            exposure="the workspace is a host directory and read-only runs get a copy of it")
         self.isolation: Isolation = level
         self.timeout_s = float(timeout_s)
         self.max_output_bytes = int(max_output_bytes)
@@ -665,7 +537,6 @@ class Shell:
         self._uid: int | None = None  # the agent's commands and programs
         self._grader_uid: int | None = None  # the test driver of a grader run
         self._seccomp = _seccomp_program() if level == "bwrap" else None
-        self._hidden = _hidden_dirs() if level == "bwrap" else []
         self._root: list[str | None] = [None]  # shared with the finalizer
         self._workspace: str | None = None
         self._snapshots: dict[str, str] = {}
@@ -946,7 +817,7 @@ class Shell:
         if self._uid is not None:
             nproc = self._max_processes
         else:
-            nproc = _count_user_processes(os.getuid()) + self._max_processes
+            nproc = _isolation.count_user_processes(os.getuid()) + self._max_processes
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -989,45 +860,24 @@ class Shell:
                    else self._dropper(self._uid))
         if self.isolation == "bwrap":
             env = self._env("/tmp", task_dir, timeout, grader)
-            cmd: list[str | bytes] = [
-                shutil.which("bwrap") or "bwrap", "--unshare-net", "--unshare-pid",
-                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-                "--new-session", "--hostname", "sandbox", "--clearenv"]
-            for key, value in env.items():
-                cmd += ["--setenv", key, value]
-            for path in _SYSTEM_DIRS:
-                if os.path.islink(path):
-                    cmd += ["--symlink", os.readlink(path), path]
-                elif os.path.isdir(path):
-                    cmd += ["--ro-bind", path, path]
-            for path in self._hidden:  # the installed gem_core, datasets: an empty tmpfs
-                cmd += ["--tmpfs", path, "--remount-ro", path]
-            cmd += ["--perms", "0755", "--dir", "/etc"]
-            for path in _ETC_FILES:
-                cmd += ["--ro-bind-try", path, path]
-            cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
-            if self.max_workspace_bytes is not None and _bwrap_has_size():
-                cmd += ["--size", str(self.max_workspace_bytes)]
-            cmd += ["--tmpfs", "/tmp",
-                    "--ro-bind" if read_only else "--bind", workspace, WORKSPACE]
+            binds = ["--ro-bind" if read_only else "--bind", workspace, WORKSPACE]
             if task_dir is not None:
-                cmd += ["--ro-bind", task_dir, TASK_DIR]
-            if os.geteuid() == 0:
-                cmd += ["--cap-drop", "ALL"]
-                if self._uid is not None:  # what setpriv needs to drop to the uid, nothing more
-                    caps = _AGENT_CAPS + (("CAP_DAC_READ_SEARCH",) if grader else ())
-                    for cap in caps:
-                        cmd += ["--cap-add", cap]
+                binds += ["--ro-bind", task_dir, TASK_DIR]
+            caps: tuple[str, ...] = ()
+            if self._uid is not None:  # what setpriv needs to drop to the uid, nothing more
+                caps = _AGENT_CAPS + (("CAP_DAC_READ_SEARCH",) if grader else ())
+            tmp_bytes = (self.max_workspace_bytes if self.max_workspace_bytes is not None
+                         and _isolation.bwrap_has_size() else None)
+            cmd: list[str | bytes] = list(_isolation.bwrap_command(
+                env, python=False, mqueue=False, tmp_bytes=tmp_bytes, binds=binds, caps=caps,
+                chdir=WORKSPACE))
             if self._seccomp is not None:
                 cmd += ["--seccomp", _SECCOMP_FD]  # the fd number is substituted in _execute
-            cmd += ["--chdir", WORKSPACE]
             return cmd + dropper + bash, {"PATH": "/usr/bin:/bin"}, "/"
         assert home is not None
         prefix: list[str | bytes] = []
         if self.isolation == "netns":
-            unshare = shutil.which("unshare") or "unshare"
-            user = [] if os.geteuid() == 0 else ["--map-root-user"]
-            prefix = [unshare, *user, "--net", "--pid", "--fork", "--kill-child"]
+            prefix = list(_isolation.unshare_command())
         return prefix + dropper + bash, self._env(home, task_dir, timeout, grader), workspace
 
     def _kill_uid(self, uid: int | None) -> None:
@@ -1054,7 +904,7 @@ class Shell:
         deadline = start + timeout
         next_check = start + _DISK_POLL_S
         over = killed = False  # killed: caught over the workspace limit while running
-        capture = _HeadTail(self.max_output_bytes)
+        capture = OutputCapture(self.max_output_bytes)
         pass_fds: tuple[int, ...] = ()
         if _SECCOMP_FD in argv:
             from gem_core.sandbox.seccomp import filter_fd

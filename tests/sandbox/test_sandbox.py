@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError
-from gem_core.sandbox import ExecResult, ReducedIsolationWarning, Sandbox, pool
+from gem_core.sandbox import ExecResult, ReducedIsolationWarning, Sandbox, isolation, pool
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -152,9 +152,9 @@ def test_rlimits_level_runs_and_scrubs_env(monkeypatch):
 
 
 def test_reduced_isolation_warns_once(monkeypatch):
-    monkeypatch.setattr(pool, "detect_isolation",
+    monkeypatch.setattr(isolation, "detect_isolation",
                         lambda: ("rlimits", {"bwrap": "not installed", "netns": "not permitted"}))
-    monkeypatch.setattr(pool, "_WARNED", False)
+    monkeypatch.setattr(isolation, "_WARNED", set())
     with pytest.warns(ReducedIsolationWarning, match="bubblewrap is unavailable .*apt-get install bubblewrap"):
         first = Sandbox(size=1)
     with warnings.catch_warnings():

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxUnavailable
-from gem_core.sandbox import ReducedIsolationWarning, detect_isolation
+from gem_core.sandbox import ReducedIsolationWarning, detect_isolation, isolation
 from gem_core.sandbox import shell as shell_module
 from gem_core.sandbox.shell import MAX_COMMAND_BYTES, Shell
 
@@ -68,7 +68,7 @@ def test_output_flood_is_bounded(sh):
     assert result.ok
     assert result.truncated and result.total_bytes == 3000000 + len("\nTHE-END\n")
     assert len(result.output.encode()) < 4096 + 100
-    assert "bytes omitted ...]" in result.output
+    assert "\n... [" in result.output and " bytes truncated] ...\n" in result.output
     assert result.output.startswith("0123456789\n") and result.output.endswith("THE-END\n")
 
 
@@ -220,9 +220,9 @@ def test_misuse_raises_with_a_clear_message():
 
 
 def test_reduced_isolation_fallback_warns_and_still_bounds(monkeypatch):
-    monkeypatch.setattr(shell_module, "detect_isolation",
+    monkeypatch.setattr(isolation, "detect_isolation",
                         lambda: ("rlimits", {"bwrap": "bwrap is not on PATH"}))
-    monkeypatch.setattr(shell_module, "_WARNED", False)
+    monkeypatch.setattr(isolation, "_WARNED", set())
     with pytest.warns(ReducedIsolationWarning, match=r"bubblewrap is unavailable \(bwrap: bwrap is not on PATH\)"):
         sh = Shell(timeout_s=1)
     try:
@@ -368,7 +368,7 @@ def test_workspace_cap_arguments():
 
 @requires_bwrap
 def test_the_private_tmp_is_capped_too():
-    if not shell_module._bwrap_has_size():
+    if not isolation.bwrap_has_size():
         pytest.skip("this bubblewrap has no --size (0.8+): the private /tmp is uncapped")
     with _capped() as sh:
         result = sh.run("head -c 9437184 /dev/zero > /tmp/x; echo rc=$?")
@@ -495,7 +495,7 @@ def test_the_installed_package_and_datasets_are_hidden_inside(monkeypatch):
     data samples with their answers. Faked here: the 'installed package' and $GEM_DATA_DIR
     are directories under /usr."""
     package, data = _a_dir_under_usr(), "/usr/share/zoneinfo"
-    monkeypatch.setattr(shell_module, "_package_dirs", lambda: [package], raising=False)
+    monkeypatch.setattr(isolation, "package_dirs", lambda: [package])
     monkeypatch.setenv("GEM_DATA_DIR", data if os.path.isdir(data) else package)
     with Shell(timeout_s=10) as sh:
         sh.reset_workspace()
