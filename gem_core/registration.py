@@ -230,6 +230,7 @@ def register(
     *,
     kwargs: dict[str, Any] | None = None,
     max_turns: int | None = None,
+    pass_max_turns: bool = False,
     wrappers: Sequence[WrapperSpec | str | Callable[..., Env]] = (),
     description: str = "",
     order_enforce: bool = True,
@@ -248,6 +249,10 @@ def register(
         entry_point: ``"package.module:Class"`` (imported lazily by `make`) or a callable.
         kwargs: default constructor arguments.
         max_turns: turn limit (``truncated=True`` when reached).
+        pass_max_turns: the env owns its turn budget (it states it in its instructions):
+            ``max_turns`` is also its constructor's ``max_turns`` argument, and
+            ``make(id, max_turns=N)`` passes ``N`` to both. The one way to say so: ``kwargs``
+            must then leave ``max_turns`` out.
         wrappers: extra wrappers applied outermost.
         description: one line for listings.
         order_enforce: raise `ResetNeeded` on ``step`` before ``reset``.
@@ -259,10 +264,17 @@ def register(
         The new `EnvSpec`.
     """
     _check_registered_id(id)
+    kwargs = dict(kwargs or {})
+    if pass_max_turns:
+        if "max_turns" in kwargs:
+            raise RegistrationError(
+                f"{id}: pass_max_turns=True takes the constructor's max_turns from register's "
+                f"max_turns, but kwargs also set it to {kwargs['max_turns']!r}; remove it from kwargs")
+        kwargs["max_turns"] = max_turns
     env_spec = EnvSpec(
         id=id,
         entry_point=entry_point,
-        kwargs=dict(kwargs or {}),
+        kwargs=kwargs,
         max_turns=max_turns,
         wrappers=tuple(wrappers),  # type: ignore[arg-type]
         description=description,

@@ -579,3 +579,31 @@ def test_the_plugin_how_to_example_builds_installs_and_registers(tmp_path):
     )
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert ran.returncode == 0 and ran.stdout.split() == ["ok", "9"], ran.stderr
+
+
+class _BudgetEnv(GenericTestEnv):
+    """An env that owns its turn budget (states it in its instructions)."""
+
+    def __init__(self, max_turns: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.max_turns = max_turns
+
+
+def test_pass_max_turns_states_the_limit_once(temp_ids):
+    spec = _register(temp_ids, "test:Budget-v0", _BudgetEnv, max_turns=5, pass_max_turns=True,
+                     kwargs={"episode_len": 9})
+    assert spec.kwargs == {"episode_len": 9, "max_turns": 5} and spec.max_turns == 5
+    env = gem_core.make("test:Budget-v0")
+    assert env.unwrapped.max_turns == 5 and env.spec.max_turns == 5
+    env = gem_core.make("test:Budget-v0", max_turns=2)  # both the TimeLimit and the constructor
+    assert env.unwrapped.max_turns == 2 and env.spec.max_turns == 2
+    assert env.unwrapped.spec.kwargs == {"episode_len": 9, "max_turns": 2}
+
+
+def test_pass_max_turns_refuses_a_second_source(temp_ids):
+    with pytest.raises(RegistrationError,
+                       match=r"test:Budget2-v0: pass_max_turns=True takes the constructor's max_turns "
+                             r"from register's max_turns, but kwargs also set it to 3; remove it from kwargs"):
+        gem_core.register("test:Budget2-v0", _BudgetEnv, max_turns=5, pass_max_turns=True,
+                          kwargs={"max_turns": 3})
+    assert "test:Budget2-v0" not in gem_core.registry
