@@ -584,8 +584,9 @@ def _pooled_env(env_id: str, *, data_env: Mapping[str, str | None], data: Mappin
         is_ = ", ".join(f"{d['source']} ({d['rows']} rows, sha256 {d['sha256'][:12]})" for d in loads)
         raise InvalidArgument(
             f"{env_id} reads other data in the env pool's process (pid {os.getpid()}, "
-            f"{platform.node()}) than where gem eval runs (there: {was}; here: {is_}); give "
-            "every node the same data (the same GEM_DATA_DIR contents / data_path, or hub access)"
+            f"{platform.node()}) than the run pinned where gem eval runs (pinned: {was}; read "
+            f"here: {is_}); give every node the same data (the same GEM_DATA_DIR contents / "
+            "data_path, or hub access)"
         )
     return env
 

@@ -113,3 +113,29 @@ def test_bad_ray_flags_are_refused_before_anything_runs(extra, message, tmp_path
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_actors_read_the_data_the_run_pins(ray_cluster, server, tiny, tmp_path, monkeypatch):  # noqa: F811
+    # The cluster was started without GEM_DATA: the actors get this process's value, so a
+    # dataset-backed env reads the shipped sample there too (not the hub), as pinned here.
+    monkeypatch.setenv("GEM_DATA", "sample")
+    out = tmp_path / "run"
+    rc = main(["eval", "math:GSM8K", "--base-url", server.base_url, "--model", "tiny", "--tokenizer",
+               tiny[1], "--max-tokens", "4", "--episodes", "2", "--out", str(out), "--no-progress",
+               "--ray", ray_cluster.address, "--ray-actors", "1"])
+    manifest = _manifest(out)
+    assert rc in (0, 1) and manifest["status"] in ("complete", "complete_with_errors"), manifest.get("error")
+    assert [d["source"].split(":")[0] for d in manifest["data"]["math:GSM8K"]] == ["sample"]
+    assert manifest["env_pool"]["envs_built"] >= 1
+    assert all(r["error"] is None for r in map(json.loads, (out / "episodes.jsonl").read_text().splitlines()))
+
+    # An actor whose env reads other rows than the run pinned is refused, not mixed in.
+    from gem_core.errors import InvalidArgument
+    from gem_core.eval.runner import _pooled_env
+
+    pinned = {"math:GSM8K": [{**manifest["data"]["math:GSM8K"][0], "sha256": "0" * 64}]}
+    settings = {"api": "chat", "wrappers": [], "tools": [], "max_tool_uses": 1, "env_kwargs": {},
+                "user_spec": None, "user_key": None, "timeout": 1.0, "max_retries": 0}
+    with pytest.raises(InvalidArgument, match=r"math:GSM8K reads other data in the env pool's process .*"
+                       r"pinned: sample:.*sha256 000000000000\); read here: sample:"):
+        _pooled_env("math:GSM8K", data_env={"GEM_DATA": "sample"}, data=pinned, sandbox_size=None, **settings)
