@@ -26,16 +26,13 @@ from typing import Any, Literal
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
 from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import remove_path
-from gem_core.sandbox.isolation import Isolation, ReducedIsolationWarning, detect_isolation
+from gem_core.sandbox.isolation import (  # noqa: F401 - re-exported: their old import path
+    Isolation,
+    ReducedIsolationWarning,
+    detect_isolation,
+)
 
-__all__ = [
-    "Sandbox",
-    "ExecResult",
-    "Isolation",
-    "ReducedIsolationWarning",
-    "DEFAULT_PRELOAD",
-    "detect_isolation",
-]
+__all__ = ["Sandbox", "ExecResult", "DEFAULT_PRELOAD"]
 
 DEFAULT_PRELOAD: tuple[str, ...] = (
     "math", "itertools", "collections", "re", "json", "functools", "random", "string",

@@ -29,6 +29,7 @@ from gem_core.errors import (
     ReducedIsolationWarning,
     SandboxClosed,
     SandboxUnavailable,
+    check_positive_number,
 )
 from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import OutputCapture
@@ -506,8 +507,7 @@ class Shell:
                             ("max_processes", max_processes), ("file_size_mb", file_size_mb),
                             ("max_open_files", max_open_files),
                             ("max_output_bytes", max_output_bytes)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise InvalidArgument(f"Shell({name}=...) must be a positive number, got {value!r}")
+            check_positive_number(f"Shell({name}=...)", value)
         for name, value in (("max_workspace_mb", max_workspace_mb),
                             ("max_workspace_files", max_workspace_files)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
