@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from gem_core.core import Env, Wrapper
-from gem_core.errors import DependencyNotInstalled, EnvCheckError, InvalidArgument, ResetNeeded
+from gem_core.errors import (
+    DependencyNotInstalled,
+    EnvCheckError,
+    InvalidArgument,
+    ResetNeeded,
+    check_positive_int,
+)
 
 __all__ = [
     "check_env",
@@ -880,8 +886,7 @@ def check_env(
             f"check_env expects a gem_core.Env, got {type(env).__name__}; build one with "
             "gem_core.make(env_id) (a vector env is checked through its sub-env ids)"
         )
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise InvalidArgument(f"max_steps must be a positive int, got {max_steps!r}")
+    check_positive_int("max_steps", max_steps)
     names = [check.__name__ for check in CHECKS]
     unknown = sorted(set(skip) - set(names))
     if unknown:

@@ -1,4 +1,12 @@
-"""The one exception hierarchy of gem_core: every error it raises derives from `Error`."""
+"""The one exception hierarchy of gem_core: every error it raises derives from `Error`, every
+warning from `GemWarning`; `check_positive_int` and `check_positive_number` are the argument
+checks that raise `InvalidArgument`.
+
+Errors of a subsystem live here too (`PolicyError`, `GraderUnavailable`, ...); the modules
+that raise them re-export them, so ``from gem_core.rl.sampling import PolicyError`` still works.
+An error about bad user input subclasses the built-in a caller would catch (`InvalidArgument`
+is a ``ValueError``, `UnregisteredEnv` a ``KeyError``, `InvalidKwarg` a ``TypeError``).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +32,20 @@ __all__ = [
     "SandboxClosed",
     "PlayRowError",
     "InvalidRow",
+    "PolicyError",
+    "ContextLengthExceeded",
+    "GraderUnavailable",
+    "SearchBackendError",
+    "MCPConnectionError",
+    "UserSimulatorError",
+    "MultiAgentError",
+    "RayConnectionError",
+    "DatasetUnavailable",
+    "GemWarning",
     "ReducedIsolationWarning",
+    "TemplateRewriteWarning",
+    "check_positive_int",
+    "check_positive_number",
 ]
 
 
@@ -177,6 +198,97 @@ class InvalidRow(PlayRowError, InvalidArgument):
     """A dataset row names no env id, or has a seed that is not an integer."""
 
 
-class ReducedIsolationWarning(RuntimeWarning):
+class PolicyError(Error, RuntimeError):
+    """A policy backend failed: transport error, timeout, or a malformed response.
+
+    `run_episode` turns it (and any other exception from ``policy.generate``) into a
+    flagged episode (``episode.error``); the other episodes go on.
+    """
+
+
+class ContextLengthExceeded(PolicyError):
+    """The server refused a request because prompt plus ``max_tokens`` exceed its context.
+
+    `run_chat_episode` ends the episode with ``end_reason="context"`` (a budget, not an
+    error); `run_episode`, which checks the context itself, flags it like any `PolicyError`.
+    """
+
+
+class GraderUnavailable(Error, RuntimeError):
+    """The grader is closed, or none of its worker processes could be started."""
+
+
+class SearchBackendError(Error):
+    """A search backend failed (unreadable index, unreachable server, bad response)."""
+
+
+class MCPConnectionError(Error, RuntimeError):
+    """The MCP server could not be reached (raised only where no observation can carry it,
+    e.g. `MCPTool.list_tools`; `MCPTool.execute` reports it as an error observation)."""
+
+
+class UserSimulatorError(Error, RuntimeError):
+    """A user simulator could not produce a message (its endpoint failed, no script)."""
+
+
+class MultiAgentError(Error, RuntimeError):
+    """A multi-agent env or view was driven against its contract (wrong agent, no policy)."""
+
+
+class RayConnectionError(Error, ConnectionError):
+    """A Ray cluster address could not be reached (or did not answer as Ray) in time."""
+
+
+class DatasetUnavailable(Error, FileNotFoundError):
+    """A dataset-backed env found no local copy of its data and could not reach the hub."""
+
+
+# ----------------------------------------------------------------------------- warnings
+
+
+class GemWarning(Warning):
+    """Base class of every warning gem_core issues."""
+
+
+class ReducedIsolationWarning(GemWarning, RuntimeWarning):
     """Bubblewrap is unavailable: sandboxed code and shell commands are bounded by rlimits
     (and a network namespace where permitted) but see the host's file system."""
+
+
+class TemplateRewriteWarning(GemWarning, RuntimeWarning):
+    """A chat template rendered earlier turns differently once a message was added."""
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def check_positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
+    """``value`` if it is an ``int`` (not a ``bool``) greater than 0, else `InvalidArgument`.
+
+    Args:
+        name: how the caller names the argument in the message, e.g. ``"Sandbox(size=...)"``
+            or ``"max_tokens"``.
+        value: the argument.
+        allow_none: ``None`` is accepted (and returned) too.
+
+    Raises:
+        InvalidArgument: ``"{name} must be a positive int, got {value!r}"`` (``"... or
+        None"`` with ``allow_none``).
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        expected = "a positive int or None" if allow_none else "a positive int"
+        raise InvalidArgument(f"{name} must be {expected}, got {value!r}")
+    return value
+
+
+def check_positive_number(name: str, value: object, *, allow_none: bool = False) -> float | int | None:
+    """``value`` if it is a real number (``int`` or ``float``, not a ``bool``) greater than 0
+    (so not NaN), else `InvalidArgument`; as `check_positive_int` otherwise."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        expected = "a positive number or None" if allow_none else "a positive number"
+        raise InvalidArgument(f"{name} must be {expected}, got {value!r}")
+    return value

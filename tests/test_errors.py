@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import re
+from pathlib import Path
+
 import pytest
 
 from gem_core import errors
@@ -10,7 +15,12 @@ from gem_core import errors
 def test_every_public_error_derives_from_error():
     for name in errors.__all__:
         cls = getattr(errors, name)
-        assert issubclass(cls, errors.Error), f"{name} does not derive from gem_core.errors.Error"
+        if name in ("check_positive_int", "check_positive_number"):
+            assert callable(cls)
+        elif issubclass(cls, Warning):
+            assert issubclass(cls, errors.GemWarning), f"{name} does not derive from gem_core.errors.GemWarning"
+        else:
+            assert issubclass(cls, errors.Error), f"{name} does not derive from gem_core.errors.Error"
 
 
 @pytest.mark.parametrize(
@@ -72,3 +82,70 @@ def test_worker_error_carries_the_remote_traceback():
         "Traceback (most recent call last):\n  ...\nValueError: bad"
     )
     assert str(errors.WorkerError("plain")) == "plain"
+
+
+# ----------------------------------------------------------------------------- one hierarchy
+
+_errors = errors
+
+_PACKAGE = Path(_errors.__file__).parent
+# Not moved (yet): gem eval's own error (eval/ is edited elsewhere), the compat layer's
+# reference-GEM names, and the env-internal control-flow errors that never leave a step.
+_DEFINED_ELSEWHERE = {"EndpointUnreachable", "DuplicateEnvError", "UnknownWrapper", "ToolError",
+                      "PolicyViolation", "ShopError", "JSONLimitError"}
+
+
+def test_every_public_error_and_warning_class_is_defined_in_errors():
+    stray = []
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        if path.name == "errors.py" and path.parent == _PACKAGE:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+                continue
+            bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+            if node.name.endswith(("Error", "Warning", "Exceeded", "Unavailable")) or bases & {
+                    "Exception", "Error", "RuntimeError", "ValueError", "Warning", "RuntimeWarning"}:
+                if node.name not in _DEFINED_ELSEWHERE:
+                    stray.append(f"{path.relative_to(_PACKAGE)}:{node.lineno} {node.name}")
+    assert not stray, f"define these in gem_core/errors.py (re-export them where they were): {stray}"
+
+
+@pytest.mark.parametrize(("module", "name"), [
+    ("gem_core.rl.sampling", "PolicyError"), ("gem_core.rl.sampling", "ContextLengthExceeded"),
+    ("gem_core.rl.chat", "TemplateRewriteWarning"), ("gem_core.grading.math", "GraderUnavailable"),
+    ("gem_core.search.base", "SearchBackendError"), ("gem_core.tools.mcp", "MCPConnectionError"),
+    ("gem_core.multiagent", "UserSimulatorError"), ("gem_core.multiagent", "MultiAgentError"),
+    ("gem_core.distributed._ray", "RayConnectionError"), ("gem_core.data", "DatasetUnavailable"),
+    ("gem_core.sandbox", "ReducedIsolationWarning"), ("gem_core.sandbox.pool", "ReducedIsolationWarning"),
+])
+def test_the_old_import_paths_give_the_same_class(module, name):
+    assert getattr(importlib.import_module(module), name) is getattr(_errors, name)
+
+
+def test_warnings_share_a_base_and_stay_runtime_warnings():
+    for cls in (_errors.ReducedIsolationWarning, _errors.TemplateRewriteWarning):
+        assert issubclass(cls, _errors.GemWarning) and issubclass(cls, RuntimeWarning)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3", None])
+def test_check_positive_int_refuses_with_the_usual_message(bad):
+    with pytest.raises(_errors.InvalidArgument, match=rf"^size must be a positive int, got {re.escape(repr(bad))}$"):
+        _errors.check_positive_int("size", bad)
+    with pytest.raises(ValueError):  # callers that catch the built-in still do
+        _errors.check_positive_int("size", bad)
+
+
+def test_check_positive_int_accepts_and_returns():
+    assert _errors.check_positive_int("size", 3) == 3
+    assert _errors.check_positive_int("size", None, allow_none=True) is None
+    with pytest.raises(_errors.InvalidArgument, match=r"^n must be a positive int or None, got 0$"):
+        _errors.check_positive_int("n", 0, allow_none=True)
+
+
+@pytest.mark.parametrize("bad", [0, -0.5, float("nan"), True, "1"])
+def test_check_positive_number(bad):
+    with pytest.raises(_errors.InvalidArgument, match=r"^t must be a positive number, got "):
+        _errors.check_positive_number("t", bad)
+    assert _errors.check_positive_number("t", 0.25) == 0.25
+

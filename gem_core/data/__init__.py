@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, Error
+from gem_core.errors import DatasetUnavailable, DependencyNotInstalled
 
 __all__ = [
     "DatasetUnavailable",
@@ -62,10 +62,6 @@ _LOADING: dict[tuple[str, str], threading.Lock] = {}  # one per key: a dataset l
 _PROVENANCE: dict[tuple[str, str], dict[str, Any]] = {}  # filled on demand (recorded_loads)
 _RECORDING = threading.local()
 _HUB_STATE: dict[str, Any] = {}  # the reachability probe's verdict, once per process
-
-
-class DatasetUnavailable(Error, FileNotFoundError):
-    """A dataset-backed env found no local copy of its data and could not reach the hub."""
 
 
 def dataset_dir_name(dataset: str) -> str:

@@ -8,16 +8,12 @@ import socket
 import threading
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
+from gem_core.errors import DependencyNotInstalled, InvalidArgument, RayConnectionError
 
 __all__ = ["RayConnectionError", "import_ray", "connect", "DEFAULT_CONNECT_TIMEOUT"]
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds `connect` waits for a cluster address to answer."""
-
-
-class RayConnectionError(Error, ConnectionError):
-    """A Ray cluster address could not be reached (or did not answer as Ray) in time."""
 
 
 def import_ray() -> Any:

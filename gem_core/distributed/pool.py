@@ -17,7 +17,13 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.distributed._ray import DEFAULT_CONNECT_TIMEOUT, connect
 from gem_core.distributed.vector import actor_options, death_reason, remote_class
-from gem_core.errors import ClosedEnvError, InvalidArgument, WorkerError, WorkerTimeout
+from gem_core.errors import (
+    ClosedEnvError,
+    InvalidArgument,
+    WorkerError,
+    WorkerTimeout,
+    check_positive_int,
+)
 from gem_core.vector.async_vector_env import DEFAULT_TIMEOUT, _resolve_timeout, _roundtrips
 
 __all__ = ["RayEnvPool", "RemoteEnv"]
@@ -277,8 +283,7 @@ class RayEnvPool:
         address: str | None = None,
         connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
     ):
-        if num_actors is not None and (isinstance(num_actors, bool) or not isinstance(num_actors, int) or num_actors < 1):
-            raise InvalidArgument(f"num_actors must be a positive int or None, got {num_actors!r}")
+        check_positive_int("num_actors", num_actors, allow_none=True)
         self.timeout = _resolve_timeout(timeout, "timeout")
         self._options = {"max_concurrency": _MAX_CONCURRENCY, **actor_options(ray_options)}
         self._ray = connect(address, timeout=connect_timeout)

@@ -46,6 +46,7 @@ from gem_core.errors import (
     EnvConstructionError,
     InvalidArgument,
     ResetNeeded,
+    check_positive_int,
 )
 from gem_core.grading.extract import boxed_span, tagged_span
 from gem_core.grading.rg import RGScore, dataset_pickle, get_scorer
@@ -433,8 +434,7 @@ class ReasoningGymEnv(Env[str, str]):
         score_timeout: float | None = None,
     ):
         self.name = _check_name(name)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InvalidArgument(f"size must be a positive int, got {size!r}")
+        check_positive_int("size", size)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InvalidArgument(f"seed must be a non-negative int, got {seed!r}")
         if config is not None and not isinstance(config, dict):
@@ -443,14 +443,7 @@ class ReasoningGymEnv(Env[str, str]):
             )
         if not isinstance(instruction, str):
             raise InvalidArgument(f"instruction must be a str, got {type(instruction).__name__}")
-        if (
-            isinstance(max_answer_chars, bool)
-            or not isinstance(max_answer_chars, int)
-            or max_answer_chars < 1
-        ):
-            raise InvalidArgument(
-                f"max_answer_chars must be a positive int, got {max_answer_chars!r}"
-            )
+        check_positive_int("max_answer_chars", max_answer_chars)
         if score_timeout is not None and (
             isinstance(score_timeout, bool)
             or not isinstance(score_timeout, (int, float))

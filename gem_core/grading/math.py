@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
+from gem_core.errors import DependencyNotInstalled, GraderUnavailable, InvalidArgument
 from gem_core.grading.extract import extract_boxed
 
 __all__ = [
@@ -91,10 +91,6 @@ MAX_ANSWER_CHARS = 5_000
 """Answers (and box contents) longer than this are graded wrong without parsing."""
 _START_TIMEOUT_S = 120.0  # a worker must import math-verify and warm up within this
 _SPAWN_ATTEMPTS = 3
-
-
-class GraderUnavailable(Error, RuntimeError):
-    """The grader is closed, or none of its worker processes could be started."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from gem_core import seeding
-from gem_core.errors import Error, InvalidArgument
+from gem_core.errors import InvalidArgument, MultiAgentError
 
 __all__ = [
     "MultiAgentEnv",
@@ -17,10 +17,6 @@ __all__ = [
     "as_policy",
     "derive_agent_seed",
 ]
-
-
-class MultiAgentError(Error, RuntimeError):
-    """A multi-agent env or view was driven against its contract (wrong agent, no policy)."""
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gem_core.errors import Error, InvalidArgument
+from gem_core.errors import InvalidArgument, UserSimulatorError
 from gem_core.multiagent.api import as_policy
 
 __all__ = [
@@ -35,10 +35,6 @@ MAX_SCAN_CHARS = 4_000
 """`ScriptedUser` reads at most this many characters of a message (longer ones are cut)."""
 
 DEFAULT_CONFIRM_KEYWORDS = ("confirm", "(yes/no)", "yes or no", "shall i proceed", "should i proceed")
-
-
-class UserSimulatorError(Error, RuntimeError):
-    """A user simulator could not produce a message (its endpoint failed, no script)."""
 
 
 @dataclass(frozen=True)

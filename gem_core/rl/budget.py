@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, check_positive_int
 
 if TYPE_CHECKING:
     from gem_core.rl import GenerationResult, SamplingParams
@@ -39,8 +39,7 @@ GenerateFn = Callable[[list[int], int], Awaitable[tuple[Sequence[int], Sequence[
 
 
 def _positive(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+    check_positive_int(name, value)
     return value
 
 

@@ -6,7 +6,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, TemplateRewriteWarning
 
 __all__ = [
     "ChatFormatter",
@@ -15,10 +15,6 @@ __all__ = [
     "chat_content",
     "image_data_url",
 ]
-
-
-class TemplateRewriteWarning(RuntimeWarning):
-    """A chat template rendered earlier turns differently once a message was added."""
 
 
 #: Leading bytes of the encoded image formats `image_data_url` sends as they are.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.rl.chat import ChatFormatter
 from gem_core.rl.loop import _call, _check_options, run_episode
 from gem_core.rl.sampling import Policy, SamplingParams, derive_seed
@@ -254,8 +254,7 @@ async def collect_episodes(
                 f"got {len(sources)} envs for {len(seeds)} seeds: pass one env (id or "
                 "factory) for all seeds, or exactly one per seed"
             )
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}")
+    check_positive_int("concurrency", concurrency)
     sampling = sampling or SamplingParams()
     jobs = [
         EpisodeJob(source, seed, derive_seed(sampling.seed, "episode", i), _source_name(source))

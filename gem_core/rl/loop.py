@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.rl.chat import (
     ChatFormatter,
     TemplateRewriteWarning,
@@ -412,10 +412,7 @@ async def _call(
 
 
 def _check_max_turns(max_turns: int | None) -> None:
-    if max_turns is not None and (
-        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
-    ):
-        raise InvalidArgument(f"max_turns must be a positive int or None, got {max_turns!r}")
+    check_positive_int("max_turns", max_turns, allow_none=True)
 
 
 def _record_step(episode: Episode, turn: Turn, step: tuple[Any, ...]) -> tuple[str, bool]:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from gem_core.errors import Error, InvalidArgument
+from gem_core.errors import ContextLengthExceeded, InvalidArgument, PolicyError, check_positive_int
 
 __all__ = [
     "PolicyError",
@@ -24,22 +24,6 @@ __all__ = [
 
 #: The finish reasons a backend may report.
 FINISH_REASONS = ("stop", "length")
-
-
-class PolicyError(Error, RuntimeError):
-    """A policy backend failed: transport error, timeout, or a malformed response.
-
-    `run_episode` turns it (and any other exception from ``policy.generate``) into a
-    flagged episode (``episode.error``); the other episodes go on.
-    """
-
-
-class ContextLengthExceeded(PolicyError):
-    """The server refused a request because prompt plus ``max_tokens`` exceed its context.
-
-    `run_chat_episode` ends the episode with ``end_reason="context"`` (a budget, not an
-    error); `run_episode`, which checks the context itself, flags it like any `PolicyError`.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +51,7 @@ class SamplingParams:
             raise InvalidArgument(f"temperature must be >= 0, got {self.temperature!r}")
         if not (0 < self.top_p <= 1):
             raise InvalidArgument(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if (
-            isinstance(self.max_new_tokens, bool)
-            or not isinstance(self.max_new_tokens, int)
-            or self.max_new_tokens < 1
-        ):
-            raise InvalidArgument(
-                f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}"
-            )
+        check_positive_int("max_new_tokens", self.max_new_tokens)
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
         ):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from gem_core.errors import Error
+from gem_core.errors import SearchBackendError
 
 __all__ = ["Passage", "Retriever", "SearchBackendError", "split_contents"]
 
@@ -38,10 +38,6 @@ class Retriever(Protocol):
     def close(self) -> None:
         """Release connections. Safe to call more than once."""
         ...
-
-
-class SearchBackendError(Error):
-    """A search backend failed (unreadable index, unreachable server, bad response)."""
 
 
 def split_contents(contents: str) -> tuple[str, str]:

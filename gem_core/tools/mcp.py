@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from gem_core.errors import DependencyNotInstalled, Error
+from gem_core.errors import DependencyNotInstalled, MCPConnectionError
 from gem_core.tools._text import MAX_JSON_CHARS, MAX_JSON_DEPTH, JSONLimitError, loads_bounded
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
@@ -34,11 +34,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "null": (type(None),),
 }
-
-
-class MCPConnectionError(Error, RuntimeError):
-    """The MCP server could not be reached (raised only where no observation can carry it,
-    e.g. `MCPTool.list_tools`; `MCPTool.execute` reports it as an error observation)."""
 
 
 def _import_mcp() -> Any:

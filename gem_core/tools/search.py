@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.search.base import Passage, Retriever, SearchBackendError
 from gem_core.tools._text import innermost_first_block
 from gem_core.tools.base import Tool, ToolCall, ToolResult
@@ -88,8 +88,7 @@ class SearchTool(Tool):
         chosen = [n for n, v in (("index", index), ("search_url", search_url), ("backend", backend)) if v is not None]
         if len(chosen) > 1:
             raise InvalidArgument(f"SearchTool takes one of index, search_url, backend; got {', '.join(chosen)}")
-        if not isinstance(topk, int) or isinstance(topk, bool) or topk < 1:
-            raise InvalidArgument(f"topk must be a positive int, got {topk!r}")
+        check_positive_int("topk", topk)
         self.topk = topk
         self._lock = threading.Lock()
         self._backend: Retriever | None = backend

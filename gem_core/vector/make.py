@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.registration import EnvSpec, WrapperSpec, make, spec
 from gem_core.vector.async_vector_env import AsyncVectorEnv
 from gem_core.vector.mixture import Mixture, MixtureEnv
@@ -103,8 +103,7 @@ def make_vec(
         ids = None
         if num_envs is None:
             num_envs = 1
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-        raise InvalidArgument(f"num_envs must be a positive int, got {num_envs!r}")
+    check_positive_int("num_envs", num_envs)
     if mixture is not None:
         pass
     elif ids is None:

@@ -7,7 +7,7 @@ from collections import deque
 from typing import Any
 
 from gem_core.core import Env, Wrapper
-from gem_core.errors import InvalidArgument
+from gem_core.errors import check_positive_int
 
 __all__ = ["EpisodeStats"]
 
@@ -42,12 +42,7 @@ class EpisodeStats(Wrapper):
     """
 
     def __init__(self, env: Env, buffer_length: int = 100):
-        if (
-            isinstance(buffer_length, bool)
-            or not isinstance(buffer_length, int)
-            or buffer_length < 1
-        ):
-            raise InvalidArgument(f"buffer_length must be a positive int, got {buffer_length!r}")
+        check_positive_int("buffer_length", buffer_length)
         super().__init__(env)
         self.episode_return = 0.0
         self.episode_turns = 0

@@ -18,7 +18,7 @@ from gem_core.envs.tau.domain import (
 )
 from gem_core.envs.tau.policy import POLICY, is_affirmative
 from gem_core.envs.tau.tasks import LEVELS, TASK_NAMES, TASKS, RetailTask, tool_call
-from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
+from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded, check_positive_int
 from gem_core.multiagent.api import MultiAgentEnv
 from gem_core.multiagent.single_agent import SingleAgentView
 from gem_core.multiagent.users import STOP_TOKEN, make_user
@@ -220,8 +220,7 @@ class RetailEnv(MultiAgentEnv):
                 raise InvalidArgument(
                     f"unknown task name(s) {unknown!r} (or an empty list); the tasks are {', '.join(TASK_NAMES)}"
                 )
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise InvalidArgument(f"max_turns must be a positive int, got {max_turns!r}")
+        check_positive_int("max_turns", max_turns)
         if on_violation not in VIOLATION_MODES:
             raise InvalidArgument(f"on_violation must be one of {VIOLATION_MODES}, got {on_violation!r}")
         self.task_pool = pool

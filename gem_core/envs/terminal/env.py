@@ -9,7 +9,13 @@ from typing import Any, Literal
 
 from gem_core.core import Env
 from gem_core.envs.terminal.task import TerminalTask, load_task, task_names
-from gem_core.errors import InvalidArgument, ResetNeeded, SandboxError, SandboxUnavailable
+from gem_core.errors import (
+    InvalidArgument,
+    ResetNeeded,
+    SandboxError,
+    SandboxUnavailable,
+    check_positive_int,
+)
 
 __all__ = ["TerminalEnv", "parse_action", "FORMAT_HINT", "RANDOM_ACTIONS"]
 
@@ -184,8 +190,7 @@ class TerminalEnv(Env[str, str]):
         max_workspace_mb: float | None = 256,
         max_workspace_files: int | None = 10_000,
     ):
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise InvalidArgument(f"TerminalEnv(max_turns=...) must be a positive int, got {max_turns!r}")
+        check_positive_int("TerminalEnv(max_turns=...)", max_turns)
         for name, value in (("timeout_s", timeout_s), ("test_timeout_s", test_timeout_s),
                             ("max_output_bytes", max_output_bytes)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, InvalidArgument
+from gem_core.errors import DependencyNotInstalled, InvalidArgument, check_positive_int
 from gem_core.rl.sampling import GenerationResult, PolicyError, SamplingParams
 
 __all__ = ["TransformersPolicy", "sequence_logprobs"]
@@ -114,12 +114,7 @@ class TransformersPolicy:
                 tokenizer = path
         if isinstance(tokenizer, (str, os.PathLike)):
             tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer)
-        if (
-            isinstance(max_batch_size, bool)
-            or not isinstance(max_batch_size, int)
-            or max_batch_size < 1
-        ):
-            raise InvalidArgument(f"max_batch_size must be a positive int, got {max_batch_size!r}")
+        check_positive_int("max_batch_size", max_batch_size)
         self.torch = torch
         self.device = torch.device(device)
         self.model = model.to(self.device)
