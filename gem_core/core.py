@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Generic, SupportsFloat, TypeVar
 
 from gem_core import seeding
@@ -13,7 +14,15 @@ if TYPE_CHECKING:
 
     from gem_core.registration import EnvSpec
 
-__all__ = ["Env", "Wrapper", "ObservationWrapper", "ActionWrapper", "RewardWrapper"]
+__all__ = [
+    "Env",
+    "Wrapper",
+    "ObservationWrapper",
+    "ActionWrapper",
+    "RewardWrapper",
+    "iter_layers",
+    "find_layer",
+]
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
@@ -21,6 +30,7 @@ WrapperObsType = TypeVar("WrapperObsType")
 WrapperActType = TypeVar("WrapperActType")
 
 StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
+LayerT = TypeVar("LayerT", bound="Env")
 
 _MISSING = object()
 
@@ -253,8 +263,7 @@ class Wrapper(Env[WrapperObsType, WrapperActType], Generic[WrapperObsType, Wrapp
         Returns True when the attribute was set, False when no layer has it and
         ``force`` is False.
         """
-        layer: Env = self
-        while True:
+        for layer in iter_layers(self):
             if name in vars(layer):
                 setattr(layer, name, value)
                 return True
@@ -264,9 +273,6 @@ class Wrapper(Env[WrapperObsType, WrapperActType], Generic[WrapperObsType, Wrapp
             ):
                 setattr(layer, name, value)
                 return True
-            if not isinstance(layer, Wrapper):
-                break
-            layer = layer.env
         if force:
             if isinstance(inspect.getattr_static(type(self), name, None), property):
                 raise AttributeError(
@@ -326,3 +332,25 @@ class RewardWrapper(Wrapper):
     def reward(self, reward: SupportsFloat) -> SupportsFloat:
         raise NotImplementedError
 
+
+
+def iter_layers(env: Env) -> Iterator[Env]:
+    """Every layer of a wrapper stack, outermost first, ending with the bare env.
+
+    The one walk down a stack (``env``, ``env.env``, ... , ``env.unwrapped``): the checks,
+    `find_layer` and `Wrapper.set_wrapper_attr` use it.
+    """
+    layer = env
+    while True:
+        yield layer
+        if not isinstance(layer, Wrapper):
+            return
+        layer = layer.env
+
+
+def find_layer(env: Env, cls: type[LayerT]) -> LayerT | None:
+    """The outermost layer of ``env``'s stack that is a ``cls`` (``env`` itself counts), or ``None``."""
+    for layer in iter_layers(env):
+        if isinstance(layer, cls):
+            return layer
+    return None

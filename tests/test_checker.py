@@ -484,7 +484,7 @@ def test_check_step_after_end_fails_when_a_self_enforcing_env_keeps_paying():
 def test_check_step_after_end_fails_on_the_wrong_error():
     class WrongError(OrderEnforcing):
         def step(self, action):
-            if self._done:
+            if self.has_reset and not self._live:
                 raise RuntimeError("episode over")
             return super().step(action)
 

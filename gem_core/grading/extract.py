@@ -102,6 +102,15 @@ def extract_boxed(text: Any, max_chars: int | None = MAX_BOX_CHARS) -> str | Non
     >>> extract_boxed(r"\fbox{7}"), extract_boxed(r"$\boxed 5$"), extract_boxed("none")
     ('7', '5', None)
     """
+    if type(text) is str:
+        # Fast path (a game move, a final answer): the last opener is ``\boxed{`` with flat
+        # content and no backslash after it, so no later opener exists: what `boxed_span`
+        # returns, at a third of its cost.
+        _, opener, tail = text.rpartition("\\boxed{")
+        if opener and "\\" not in tail:
+            content, close, _ = tail.partition("}")
+            if close and "{" not in content and (max_chars is None or len(content) <= max_chars):
+                return content
     span = boxed_span(text, max_chars)
     return None if span is None else text[span[0] : span[1]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gem_core.checker import PassiveEnvChecker
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, Wrapper, find_layer
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
 
 __all__ = ["OrderEnforcing", "TimeLimit", "PassiveEnvChecker"]
@@ -23,7 +23,7 @@ class OrderEnforcing(Wrapper):
     def __init__(self, env: Env):
         super().__init__(env)
         self._has_reset = False
-        self._done = False
+        self._live = False  # reset, not ended, not closed: the one flag a step reads
         self._closed = False
 
     @property
@@ -35,27 +35,32 @@ class OrderEnforcing(Wrapper):
             raise ClosedEnvError(f"reset() called on closed env {self.env}")
         result = self.env.reset(seed=seed, options=options)
         self._has_reset = True
-        self._done = False
+        self._live = True
         return result
 
     def step(self, action: Any):
+        if not self._live:
+            self._refuse_step()
+        result = self.env.step(action)
+        if result[2] or result[3]:
+            self._live = False
+        return result
+
+    def _refuse_step(self) -> None:
         if self._closed:
             raise ClosedEnvError(f"step() called on closed env {self.env}")
         if not self._has_reset:
             raise ResetNeeded(f"step() called before reset() on {self.env}; call env.reset() first")
-        if self._done:
-            raise ResetNeeded(
-                f"step() called after the episode of {self.env} ended "
-                "(terminated or truncated); call env.reset() to start a new one"
-            )
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._done = bool(terminated or truncated)
-        return obs, reward, terminated, truncated, info
+        raise ResetNeeded(
+            f"step() called after the episode of {self.env} ended "
+            "(terminated or truncated); call env.reset() to start a new one"
+        )
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._live = False
         self.env.close()
 
 
@@ -65,6 +70,12 @@ class TimeLimit(Wrapper):
     A step that both terminates the task and reaches the limit reports
     ``terminated=True, truncated=False``: the task outcome takes precedence. Sets
     ``info["turn"]`` (1-based) on every step.
+
+    Stepping a finished episode is refused by `OrderEnforcing`, not here: a truncation
+    made by this layer ends the episode for the nearest `OrderEnforcing` under it (every
+    `gem_core.make` stack has one), which then raises `ResetNeeded`. On its own, this layer
+    keeps counting and keeps reporting ``truncated=True``. When the layer right under it
+    is an `OrderEnforcing` (the `make` stack), one call does the work of both layers.
     """
 
     def __init__(self, env: Env, max_turns: int):
@@ -73,8 +84,11 @@ class TimeLimit(Wrapper):
         super().__init__(env)
         self.max_turns = max_turns
         self._elapsed = 0
-        self._done = True
-        self._has_reset = False
+        self._order: OrderEnforcing | None = find_layer(env, OrderEnforcing)
+        # The OrderEnforcing right under this layer, whose checks `step` then runs inline.
+        self._fused: OrderEnforcing | None = (
+            env if type(env) is OrderEnforcing and "step" not in vars(env) else None
+        )
 
     @property
     def elapsed_turns(self) -> int:
@@ -82,20 +96,24 @@ class TimeLimit(Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._elapsed = 0
-        self._done = False
-        self._has_reset = True
         return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Any):
-        if self._done and self._has_reset:
-            raise ResetNeeded(
-                f"step() called after the episode of {self.env} ended "
-                f"(turn limit {self.max_turns} or task end); call env.reset()"
-            )
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._elapsed += 1
-        if self._elapsed >= self.max_turns and not terminated:
-            truncated = True
-        info["turn"] = self._elapsed
-        self._done = bool(terminated or truncated)
-        return obs, reward, terminated, truncated, info
+        order = self._fused
+        if order is None:
+            result = self.env.step(action)
+        else:  # OrderEnforcing.step, inline
+            if not order._live:
+                order._refuse_step()
+            result = order.env.step(action)
+        self._elapsed = elapsed = self._elapsed + 1
+        result[4]["turn"] = elapsed
+        if result[2] or result[3]:
+            if order is not None:
+                order._live = False
+            return result
+        if elapsed >= self.max_turns:
+            if self._order is not None:
+                self._order._live = False
+            return result[0], result[1], result[2], True, result[4]
+        return result

@@ -58,10 +58,37 @@ def test_time_limit_truncates_at_max_turns_and_counts_turns():
     assert (first[2], first[3], first[4]["turn"]) == (False, False, 1)
     assert (second[2], second[3], second[4]["turn"]) == (False, True, 2)
     assert env.elapsed_turns == 2
-    with pytest.raises(ResetNeeded, match=r"turn limit 2 or task end"):
-        env.step("a")
+    # On its own, TimeLimit refuses nothing (OrderEnforcing does): it keeps truncating.
+    assert env.step("a")[3] is True and env.elapsed_turns == 3
     env.reset()
     assert env.elapsed_turns == 0 and env.step("a")[3] is False
+
+
+@pytest.mark.parametrize("between", [False, True], ids=["right-under", "with-a-layer-between"])
+def test_time_limit_truncation_ends_the_episode_for_order_enforcing(between):
+    inner = OrderEnforcing(GenericTestEnv(episode_len=100))
+    env = TimeLimit(PassiveEnvChecker(inner) if between else inner, max_turns=2)
+    env.reset()
+    env.step("a")
+    assert env.step("a")[3] is True
+    with pytest.raises(
+        ResetNeeded, match=r"step\(\) called after the episode of .* ended \(terminated or truncated\)"
+    ):
+        env.step("a")
+    assert env.unwrapped.t == 2, "the truncated episode was stepped again"
+    assert env.elapsed_turns == 2
+    env.reset()
+    assert env.step("a")[4]["turn"] == 1
+
+
+def test_time_limit_over_order_enforcing_refuses_like_order_enforcing():
+    env = TimeLimit(OrderEnforcing(GenericTestEnv(episode_len=100)), max_turns=3)
+    with pytest.raises(ResetNeeded, match=r"step\(\) called before reset\(\)"):
+        env.step("a")
+    env.reset()
+    env.close()
+    with pytest.raises(ClosedEnvError, match=r"step\(\) called on closed env"):
+        env.step("a")
 
 
 def test_time_limit_a_task_end_on_the_last_turn_is_terminated_not_truncated():

@@ -243,35 +243,38 @@ class LanguageGame(Env[str, str]):
         return f"{self.instructions()}\n\n{self.render()}", {"turn": 0, "success": False}
 
     def step(self, action: str):
-        self.turn += 1
+        self.turn = turn = self.turn + 1
         # No length limit here: an over-long box is reported as unreadable, not skipped.
-        content = extract_boxed(action, max_chars=None)
-        move = None
-        if content is not None and len(content) <= MAX_BOX_CHARS:
-            try:
-                move = self.parse_move(content)
-            except (ValueError, TypeError, OverflowError):
-                move = None
+        content = extract_boxed(action, None)
+        if content is None or len(content) > MAX_BOX_CHARS:
+            return self._format_error(action, content)
+        try:
+            move = self.parse_move(content)
+        except (ValueError, TypeError, OverflowError):
+            move = None
         if move is None:
             return self._format_error(action, content)
 
         result = self.apply_move(move)
         terminated = result.terminated
-        self.success = bool(result.success and terminated)
-        truncated = not terminated and self.turn >= self.max_turns
-        self.done = terminated or truncated
+        self.success = success = bool(result.success) if terminated else False
+        if terminated:
+            self.done = True
+            obs = result.feedback
+            truncated = False
+        else:
+            truncated = turn >= self.max_turns
+            self.done = truncated
+            obs = f"{result.feedback}\n\n{self.render()}"
+            if truncated:
+                obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
         info = {
-            "success": self.success,
-            "turn": self.turn,
+            "success": success,
+            "turn": turn,
             "format_error": False,
             "invalid_action": result.invalid,
             "parsed_action": content,
         }
-        obs = result.feedback
-        if not terminated:
-            obs = f"{obs}\n\n{self.render()}"
-            if truncated:
-                obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
         return obs, float(result.reward), terminated, truncated, info
 
     def _format_error(self, action: Any, content: str | None):

@@ -57,6 +57,7 @@ class GuessTheNumberEnv(LanguageGame):
         self.guesses: list[tuple[int, str]] = []
         self._guessed: set[int] = set()
         self._history = ""  # "g (hint), ..." kept up to date, so render is O(1)
+        self._size = self.max_number - self.min_number + 1
 
     def configure(self) -> None:
         lo, hi = self._range_arg
@@ -70,6 +71,7 @@ class GuessTheNumberEnv(LanguageGame):
     def new_game(self) -> None:
         self.target = self.rng.randint(self.min_number, self.max_number)
         self.low, self.high = self.min_number, self.max_number
+        self._size = self.max_number - self.min_number + 1
         self.guesses = []
         self._guessed = set()
         self._history = ""
@@ -94,9 +96,11 @@ class GuessTheNumberEnv(LanguageGame):
         return f"Range {self.min_number}-{self.max_number}; target in [{self.low}, {self.high}]. " + self.render()
 
     def parse_move(self, content: str) -> int | None:
-        content = content.strip()
-        if not content or len(content) > 30:
-            return None
+        # int() skips surrounding whitespace itself (and raises ValueError on empty text).
+        if len(content) > 30:
+            content = content.strip()
+            if len(content) > 30:
+                return None
         return int(content)
 
     def apply_move(self, guess: int) -> MoveResult:
@@ -110,34 +114,37 @@ class GuessTheNumberEnv(LanguageGame):
             return MoveResult(
                 f"Turn {self.turn}: you already guessed {guess}.", self.invalid_penalty, invalid=True
             )
-        if guess == self.target:
+        target = self.target
+        if guess == target:
             self._record(guess, "correct")
             return MoveResult(
-                f"Correct! The number was {self.target}; found in {self.turn} turns.",
-                1.0,
-                terminated=True,
-                success=True,
+                f"Correct! The number was {target}; found in {self.turn} turns.", 1.0, True, True
             )
-        size = self.max_number - self.min_number + 1
-        before = self.high - self.low + 1
-        if guess < self.target:
+        low, high = self.low, self.high
+        if guess < target:
             hint = "higher"
-            self.low = max(self.low, guess + 1)
+            if guess >= low:
+                self.low = guess + 1
         else:
             hint = "lower"
-            self.high = min(self.high, guess - 1)
-        removed = before - (self.high - self.low + 1)
-        self._record(guess, hint)
+            if guess <= high:
+                self.high = guess - 1
+        removed = (high - low) - (self.high - self.low)
+        # _record, inline: this is the common move.
+        self.guesses.append((guess, hint))
+        self._guessed.add(guess)
+        history = self._history
+        self._history = f"{history}, {guess} ({hint})" if history else f"{guess} ({hint})"
         return MoveResult(
             f"Turn {self.turn}: you guessed {guess}; the target is {hint} than {guess}.",
-            self.progress_scale * removed / size,
+            self.progress_scale * removed / self._size,
         )
 
     def _record(self, guess: int, hint: str) -> None:
         self.guesses.append((guess, hint))
         self._guessed.add(guess)
-        entry = f"{guess} ({hint})"
-        self._history = f"{self._history}, {entry}" if self._history else entry
+        history = self._history
+        self._history = f"{history}, {guess} ({hint})" if history else f"{guess} ({hint})"
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.randint(self.min_number, self.max_number)}}}"
