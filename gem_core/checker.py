@@ -1,4 +1,9 @@
-"""Env conformance: `check_env` and its named checks, and the passive checker `make` applies."""
+"""Env conformance: `check_env` and its named checks.
+
+The passive checker `make` applies lives with the wrappers
+(`gem_core.wrappers.common.PassiveEnvChecker`, re-exported here), and so do the return-shape
+checks both of them apply.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, find_layer, iter_layers
 from gem_core.errors import (
     DependencyNotInstalled,
     EnvCheckError,
@@ -19,6 +24,16 @@ from gem_core.errors import (
     ResetNeeded,
     check_positive_int,
 )
+from gem_core.wrappers.common import (
+    OrderEnforcing,
+    PassiveEnvChecker,
+    TimeLimit,
+    check_reset_return,
+    check_step_return,
+    reset_return_problem,
+    step_return_problem,
+)
+from gem_core.wrappers.common import short_repr as _short
 
 __all__ = [
     "check_env",
@@ -41,94 +56,6 @@ __all__ = [
     "check_reset_return",
     "check_step_return",
 ]
-
-
-def _warn(msg: str) -> None:
-    warnings.warn(msg, UserWarning, stacklevel=4)
-
-
-def check_reset_return(env: Any, result: Any) -> None:
-    """Raise `TypeError` when ``reset`` did not return ``(observation, info: dict)``."""
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise TypeError(
-            f"{env}.reset() must return (observation, info), got {type(result).__name__}"
-            f"{f' of length {len(result)}' if isinstance(result, tuple) else ''}. "
-            "Did reset() forget to return, or return the observation alone?"
-        )
-    if not isinstance(result[1], dict):
-        raise TypeError(f"{env}.reset() must return info as a dict, got {type(result[1]).__name__}")
-
-
-def check_step_return(env: Any, result: Any) -> None:
-    """Raise `TypeError` when ``step`` did not return the 5-tuple of the contract."""
-    if not isinstance(result, tuple) or len(result) != 5:
-        raise TypeError(
-            f"{env}.step() must return (observation, reward, terminated, truncated, info), "
-            f"got {type(result).__name__}"
-            f"{f' of length {len(result)}' if isinstance(result, tuple) else ''}. "
-            "An old 4-tuple API (obs, reward, done, info)? Split done into terminated/truncated."
-        )
-    _, reward, terminated, truncated, info = result
-    for name, flag in (("terminated", terminated), ("truncated", truncated)):
-        if not isinstance(flag, bool):
-            import numpy as np
-
-            if not isinstance(flag, np.bool_):
-                raise TypeError(f"{env}.step() returned {name}={flag!r}; it must be a bool")
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-        import numpy as np
-
-        if not isinstance(reward, (np.integer, np.floating)):
-            raise TypeError(f"{env}.step() returned reward={reward!r}; it must be a number")
-    if not isinstance(info, dict):
-        raise TypeError(f"{env}.step() must return info as a dict, got {type(info).__name__}")
-
-
-class PassiveEnvChecker(Wrapper):
-    """Checks the first ``reset`` and ``step`` results of an env and explains mistakes.
-
-    Type errors in the return values raise `TypeError` (they would corrupt a rollout);
-    softer issues (non-text observation, missing ``success`` on a final step) warn once.
-    Once the first step and the first episode end are checked, it binds ``step`` straight
-    to the inner env (no per-step cost).
-    """
-
-    def __init__(self, env: Env):
-        super().__init__(env)
-        self._checked_reset = False
-        self._checked_step = False
-        self._checked_final = False
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        result = self.env.reset(seed=seed, options=options)
-        if not self._checked_reset:
-            self._checked_reset = True
-            check_reset_return(self.env, result)
-            obs = result[0]
-            if not isinstance(obs, (str, dict, list)):
-                _warn(
-                    f"{self.env}.reset() returned a {type(obs).__name__} observation; "
-                    "gem_core envs return text (or a dict / chat list)"
-                )
-        return result
-
-    def step(self, action: Any):
-        result = self.env.step(action)
-        if not self._checked_step:
-            self._checked_step = True
-            check_step_return(self.env, result)
-        if not self._checked_final and (result[2] or result[3]):
-            self._checked_final = True
-            if result[2] and "success" not in result[4]:
-                _warn(
-                    f"{self.env} ended an episode (terminated=True) without info['success']; "
-                    "set it on the final step so success is never inferred from reward"
-                )
-        if self._checked_step and self._checked_final:
-            # Every check has run: from now on calls go straight to the inner env's step,
-            # so the checker costs nothing on the hot path.
-            self.step = self.env.step  # type: ignore[method-assign]
-        return result
 
 
 # =====================================================================================
@@ -204,15 +131,6 @@ class _Run:
         return bool(self.steps) and bool(self.steps[-1][2] or self.steps[-1][3])
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    """A repr that is safe and short enough for an error message."""
-    try:
-        text = repr(value)
-    except Exception:  # a hostile __repr__ must not hide the real failure
-        text = f"<{type(value).__name__} with a failing repr>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -248,20 +166,9 @@ def _call(
 
 def _reset(check: str, env: Env, seed: int | None) -> tuple[Any, dict[str, Any]]:
     result = _call(check, env, f"reset(seed={seed!r})", env.reset, seed=seed)
-    if not isinstance(result, tuple) or len(result) != 2:
-        size = f" of length {len(result)}" if isinstance(result, tuple) else ""
-        _fail(
-            check,
-            f"{env}.reset() returned {type(result).__name__}{size}; expected the tuple "
-            "(observation, info). Likely bug: reset() returns the observation alone or "
-            "forgets to return.",
-        )
-    if not isinstance(result[1], dict):
-        _fail(
-            check,
-            f"{env}.reset() returned info of type {type(result[1]).__name__}; expected a dict "
-            "(return {} when there is nothing to report).",
-        )
+    problem = reset_return_problem(env, result)
+    if problem is not None:
+        _fail(check, problem)
     return result
 
 
@@ -272,19 +179,9 @@ def _step(check: str, env: Env, action: Any) -> tuple[Any, Any, Any, Any, dict[s
 
 
 def _check_step_shape(check: str, env: Env, action: Any, result: Any) -> None:
-    if not isinstance(result, tuple) or len(result) != 5:
-        size = f" of length {len(result)}" if isinstance(result, tuple) else ""
-        _fail(
-            check,
-            f"{env}.step({_short(action, 40)}) returned {type(result).__name__}{size}; expected "
-            "(observation, reward, terminated, truncated, info). Likely bug: the old Gym "
-            "4-tuple (obs, reward, done, info): split done into terminated and truncated.",
-        )
-    if not isinstance(result[4], dict):
-        _fail(
-            check,
-            f"{env}.step() returned info of type {type(result[4]).__name__}; expected a dict.",
-        )
+    problem = step_return_problem(env, action, result)
+    if problem is not None:
+        _fail(check, problem)
 
 
 def _sample(check: str, env: Env, run: _Run, index: int) -> Any:
@@ -385,11 +282,9 @@ def check_reset_types(env: Env, *, seed: int = 0, max_steps: int = DEFAULT_MAX_S
             "returns the result of super().reset(...) instead of building its observation.",
         )
     result = _call(name, env, "reset(seed=..., options={})", env.reset, seed=seed, options={})
-    if not isinstance(result, tuple) or len(result) != 2:
-        _fail(
-            name,
-            f"{env}.reset(options={{}}) returned {type(result).__name__}; expected (observation, info)",
-        )
+    problem = reset_return_problem(env, result)
+    if problem is not None:
+        _fail(name, f"with options={{}}: {problem}")
     notes = []
     if not isinstance(obs, (str, dict, list)):
         notes.append(
@@ -696,29 +591,13 @@ _TURN_LIMIT_CAP = 500
 
 def _turn_limit(env: Env) -> int | None:
     """The smallest ``max_turns`` of a `TimeLimit` layer in the stack, if any."""
-    from gem_core.wrappers.common import TimeLimit
-
-    limits = []
-    layer: Env = env
-    while True:
-        if isinstance(layer, TimeLimit):
-            limits.append(layer.max_turns)
-        if not isinstance(layer, Wrapper):
-            break
-        layer = layer.env
+    limits = [layer.max_turns for layer in iter_layers(env) if isinstance(layer, TimeLimit)]
     return min(limits) if limits else None
 
 
 def _enforces_order(env: Env) -> bool:
-    from gem_core.wrappers.common import OrderEnforcing
-
-    layer: Env = env
-    while True:
-        if isinstance(layer, OrderEnforcing):
-            return True
-        if not isinstance(layer, Wrapper):
-            break
-        layer = layer.env
+    if find_layer(env, OrderEnforcing) is not None:
+        return True
     spec = env.spec
     return spec is not None and not spec.order_enforce
 
@@ -817,9 +696,7 @@ def check_close_twice(env: Env, *, seed: int = 0, max_steps: int = DEFAULT_MAX_S
     name = "check_close_twice"
     for attempt in ("first", "second"):
         _call(name, env, f"close() ({attempt} call)", env.close)
-    layer: Env = env
-    while isinstance(layer, Wrapper):
-        layer = layer.env
+    for layer in list(iter_layers(env))[1:]:
         try:
             layer.close()
         except Exception as e:

@@ -236,7 +236,7 @@ def test_check_env_reports_the_4_tuple_through_the_make_stack():
     )
     with pytest.raises(
         EnvCheckError,
-        match=r"^check_step_types: .* raised TypeError: .*An old 4-tuple API \(obs, reward, done, info\)",
+        match=r"^check_step_types: .* raised TypeError: .*the old Gym 4-tuple API \(obs, reward, done, info\)",
     ):
         check_env(gem_core.make(spec))
 

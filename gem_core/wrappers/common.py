@@ -1,14 +1,159 @@
-"""The wrappers `make` applies: `OrderEnforcing` and `TimeLimit` (plus the passive checker)."""
+"""The wrappers `make` applies: `PassiveEnvChecker`, `OrderEnforcing` and `TimeLimit`.
+
+Also the one set of return-shape checks (`reset_return_problem`, `step_return_problem`)
+that both the passive checker and `gem_core.checker.check_env` apply. This module imports
+only `gem_core.core` and `gem_core.errors`, so the checker, the registry and the
+wrappers form no import cycle.
+"""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-from gem_core.checker import PassiveEnvChecker
 from gem_core.core import Env, Wrapper, find_layer
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
 
-__all__ = ["OrderEnforcing", "TimeLimit", "PassiveEnvChecker"]
+__all__ = [
+    "OrderEnforcing",
+    "TimeLimit",
+    "PassiveEnvChecker",
+    "reset_return_problem",
+    "step_return_problem",
+    "check_reset_return",
+    "check_step_return",
+    "short_repr",
+]
+
+
+# --- return-shape checks (shared with gem_core.checker) -------------------------------
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A repr that is safe and short enough for an error message."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the real failure
+        text = f"<{type(value).__name__} with a failing repr>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reset_return_problem(env: Any, result: Any) -> str | None:
+    """What is wrong with ``result`` as the return of ``env.reset()``, or ``None``.
+
+    The contract: the tuple ``(observation, info)`` with ``info`` a dict.
+    """
+    if not isinstance(result, tuple) or len(result) != 2:
+        size = f" of length {len(result)}" if isinstance(result, tuple) else ""
+        return (
+            f"{env}.reset() returned {type(result).__name__}{size}; expected the tuple "
+            "(observation, info). Likely bug: reset() returns the observation alone or "
+            "forgets to return."
+        )
+    if not isinstance(result[1], dict):
+        return (
+            f"{env}.reset() returned info of type {type(result[1]).__name__}; expected a dict "
+            "(return {} when there is nothing to report)."
+        )
+    return None
+
+
+def step_return_problem(env: Any, action: Any, result: Any) -> str | None:
+    """What is wrong with the shape of ``result`` as the return of ``env.step(action)``, or ``None``.
+
+    The contract: the 5-tuple ``(observation, reward, terminated, truncated, info)`` with
+    ``info`` a dict. (The values are checked by `check_step_return` and by check_env's
+    named checks.)
+    """
+    if not isinstance(result, tuple) or len(result) != 5:
+        size = f" of length {len(result)}" if isinstance(result, tuple) else ""
+        return (
+            f"{env}.step({short_repr(action, 40)}) returned {type(result).__name__}{size}; expected "
+            "(observation, reward, terminated, truncated, info). Likely bug: the old Gym "
+            "4-tuple API (obs, reward, done, info): split done into terminated and truncated."
+        )
+    if not isinstance(result[4], dict):
+        return f"{env}.step() returned info of type {type(result[4]).__name__}; expected a dict."
+    return None
+
+
+def check_reset_return(env: Any, result: Any) -> None:
+    """Raise `TypeError` when ``reset`` did not return ``(observation, info: dict)``."""
+    problem = reset_return_problem(env, result)
+    if problem is not None:
+        raise TypeError(problem)
+
+
+def check_step_return(env: Any, result: Any, action: Any = "...") -> None:
+    """Raise `TypeError` when ``step`` did not return the 5-tuple of the contract.
+
+    Beyond the shape: ``terminated``/``truncated`` must be bools (numpy bools pass) and
+    ``reward`` a number (not a bool).
+    """
+    problem = step_return_problem(env, action, result)
+    if problem is not None:
+        raise TypeError(problem)
+    _, reward, terminated, truncated, _ = result
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if not isinstance(flag, bool):
+            import numpy as np
+
+            if not isinstance(flag, np.bool_):
+                raise TypeError(f"{env}.step() returned {name}={flag!r}; it must be a bool")
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        import numpy as np
+
+        if not isinstance(reward, (np.integer, np.floating)):
+            raise TypeError(f"{env}.step() returned reward={reward!r}; it must be a number")
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, UserWarning, stacklevel=4)
+
+
+class PassiveEnvChecker(Wrapper):
+    """Checks the first ``reset`` and ``step`` results of an env and explains mistakes.
+
+    Type errors in the return values raise `TypeError` (they would corrupt a rollout);
+    softer issues (non-text observation, missing ``success`` on a final step) warn once.
+    Once the first step and the first episode end are checked, it binds ``step`` straight
+    to the inner env (no per-step cost).
+    """
+
+    def __init__(self, env: Env):
+        super().__init__(env)
+        self._checked_reset = False
+        self._checked_step = False
+        self._checked_final = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        result = self.env.reset(seed=seed, options=options)
+        if not self._checked_reset:
+            self._checked_reset = True
+            check_reset_return(self.env, result)
+            obs = result[0]
+            if not isinstance(obs, (str, dict, list)):
+                _warn(
+                    f"{self.env}.reset() returned a {type(obs).__name__} observation; "
+                    "gem_core envs return text (or a dict / chat list)"
+                )
+        return result
+
+    def step(self, action: Any):
+        result = self.env.step(action)
+        if not self._checked_step:
+            self._checked_step = True
+            check_step_return(self.env, result, action)
+        if not self._checked_final and (result[2] or result[3]):
+            self._checked_final = True
+            if result[2] and "success" not in result[4]:
+                _warn(
+                    f"{self.env} ended an episode (terminated=True) without info['success']; "
+                    "set it on the final step so success is never inferred from reward"
+                )
+        if self._checked_step and self._checked_final:
+            # Every check has run: from now on calls go straight to the inner env's step,
+            # so the checker costs nothing on the hot path.
+            self.step = self.env.step  # type: ignore[method-assign]
+        return result
 
 
 class OrderEnforcing(Wrapper):

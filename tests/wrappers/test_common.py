@@ -117,7 +117,7 @@ def test_passive_checker_rejects_a_bad_reset_return():
     env = PassiveEnvChecker(GenericTestEnv(reset_fn=lambda env, seed, options: "obs"))
     with pytest.raises(
         TypeError,
-        match=r"reset\(\) must return \(observation, info\), got str\. Did reset\(\) forget to return",
+        match=r"reset\(\) returned str; expected the tuple \(observation, info\)\. Likely bug: reset\(\) returns the observation alone or forgets to return",
     ):
         env.reset()
 
@@ -127,7 +127,7 @@ def test_passive_checker_rejects_a_4_tuple():
     env.reset()
     with pytest.raises(
         TypeError,
-        match=r"got tuple of length 4\. An old 4-tuple API \(obs, reward, done, info\)\? Split done",
+        match=r"step\('a'\) returned tuple of length 4; expected \(observation, reward, terminated, truncated, info\)\. Likely bug: the old Gym 4-tuple API \(obs, reward, done, info\): split done",
     ):
         env.step("a")
 
@@ -138,7 +138,7 @@ def test_passive_checker_rejects_a_4_tuple():
         (("o", 0.0, 1, False, {}), r"returned terminated=1; it must be a bool"),
         (("o", 0.0, False, None, {}), r"returned truncated=None; it must be a bool"),
         (("o", "1", False, False, {}), r"returned reward='1'; it must be a number"),
-        (("o", 0.0, False, False, []), r"must return info as a dict, got list"),
+        (("o", 0.0, False, False, []), r"step\(\) returned info of type list; expected a dict"),
     ],
 )
 def test_passive_checker_rejects_bad_step_values(result, message):
