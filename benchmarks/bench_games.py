@@ -225,6 +225,7 @@ def measure(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
     if config["filters"]:
         ids = [i for i in ids if any(f.lower() in i.lower() for f in config["filters"])]
     games: dict[str, Any] = {}
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     for env_id in ids:
         entry: dict[str, Any] = {}
         game_start = time.perf_counter()
@@ -244,7 +245,8 @@ def measure(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
         entry["build"] = _build_isolated(backend, env_id, config)
         entry["wall_s"] = time.perf_counter() - game_start
         games[env_id] = entry
-    return {"games": games, "notes": NOTES}
+    load_end = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"games": games, "notes": NOTES, "loadavg": [load_start, load_end]}
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -304,6 +306,11 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
     text += "\n~ = extrapolated from the envs built within the time budget. " + NOTES
     for line in errors:
         text += f"\n{line}"
+    for label, side in (("ours", ours), ("ref", ref)):
+        load = _get(side, "loadavg")
+        if load and all(load):
+            text += (f"\n{label}: load average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in load[0])} "
+                     f"at start, {'/'.join(f'{x:.2f}' for x in load[1])} at end")
     if ref_note:
         text += f"\nreference: {ref_note}"
     return text
