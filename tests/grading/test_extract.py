@@ -164,3 +164,19 @@ def test_games_stay_light() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["\\boxed{", "\\boxed ", "\\fbox{", "{", "}", "\\", "1", "a", " ", "$"]),
+        max_size=12,
+    ),
+    st.sampled_from([None, 0, 1, 3]),
+)
+def test_the_flat_box_fast_path_agrees_with_boxed_span(parts, max_chars) -> None:
+    # extract_boxed takes a shortcut for a flat last \boxed{...}; it must give exactly what
+    # the general scan (boxed_span) gives, for any text and any max_chars.
+    text = "".join(parts)
+    span = boxed_span(text, max_chars)
+    assert extract_boxed(text, max_chars) == (None if span is None else text[span[0] : span[1]])
