@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 # Before Ray is imported anywhere: with Ray 2.60 on Linux this makes every node of a
 # local cluster advertise 127.0.0.1 (node_ip_address alone did not); the tests may
@@ -73,7 +74,12 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         cluster.temp_dir = temp_dir
         yield cluster
     finally:
-        ray.shutdown()
+        # ray.shutdown() can block for good joining its listener thread at the end of a long
+        # session (seen after the whole suite); the cluster's processes are killed below
+        # either way, so give the driver's disconnect a bounded time.
+        stopper = threading.Thread(target=ray.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(30)
         cluster.shutdown()
         if old_path is None:
             os.environ.pop("PYTHONPATH", None)
