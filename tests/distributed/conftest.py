@@ -47,7 +47,7 @@ def _raylets(marker: str) -> list[int]:
     return pids
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """``ray.cluster_utils.Cluster`` with a head and one worker node, this process connected."""
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'gem-core[ray]'")
