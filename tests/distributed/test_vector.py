@@ -59,6 +59,24 @@ def vecs(ray_vecs):
 sleepy_step = _async_contract.sleepy_step
 
 
+def kill_and_wait(actor, timeout: float = 30.0) -> None:
+    """ray.kill() only asks for the kill: until the actor is observably dead, a call sent to
+    it may still be served. Wait until a call fails with Ray's actor-died error."""
+    import ray
+
+    ray.kill(actor)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ready.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue
+        time.sleep(0.05)
+    raise AssertionError(f"the killed actor still answered after {timeout} s")
+
+
 @pytest.mark.parametrize("mode", list(AutoresetMode))
 def test_sync_and_ray_agree(ray_vecs, mode):
     fns = [generic(1 + k % 3, step_fn=raising_step) for k in range(5)]
@@ -118,12 +136,10 @@ def test_step_timeout_then_close_kills_the_busy_actor(ray_vecs):
 
 
 def test_killed_actor_reports_its_envs_and_restarts(ray_vecs):
-    import ray
-
     vec = ray_vecs([generic(10)] * 4, num_workers=2)
     vec.reset(seed=0)
     vec.step(["a"] * 4)
-    ray.kill(vec.actors[0])
+    kill_and_wait(vec.actors[0])
     obs, rewards, terminated, truncated, infos = vec.step(["b"] * 4)
     assert obs == [None, None, "obs 2", "obs 2"]
     assert truncated.tolist() == [True, True, False, False] and not terminated.any()
