@@ -7,8 +7,7 @@ them).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gem_core import _lazy
 
 __all__ = [
     "evaluate",
@@ -26,31 +25,21 @@ __all__ = [
     "report",
 ]
 
-_LAZY = {
-    "evaluate": "gem_core.eval.runner",
-    "EvalResult": "gem_core.eval.runner",
-    "EndpointUnreachable": "gem_core.eval.runner",
-    "check_endpoint": "gem_core.eval.runner",
-    "build_env": "gem_core.eval.runner",
-    "episode_record": "gem_core.eval.records",
-    "load_run": "gem_core.eval.records",
-    "read_records": "gem_core.eval.records",
-    "summarize": "gem_core.eval.stats",
-    "wilson_interval": "gem_core.eval.stats",
-    "summary_table": "gem_core.eval.stats",
-    "summary_markdown": "gem_core.eval.stats",
-    "report": "gem_core.eval.report",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gem_core.eval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__,
+    {
+        "evaluate": "gem_core.eval.runner",
+        "EvalResult": "gem_core.eval.runner",
+        "EndpointUnreachable": "gem_core.eval.runner",
+        "check_endpoint": "gem_core.eval.runner",
+        "build_env": "gem_core.eval.runner",
+        "episode_record": "gem_core.eval.records",
+        "load_run": "gem_core.eval.records",
+        "read_records": "gem_core.eval.records",
+        "summarize": "gem_core.eval.stats",
+        "wilson_interval": "gem_core.eval.stats",
+        "summary_table": "gem_core.eval.stats",
+        "summary_markdown": "gem_core.eval.stats",
+        "report": "gem_core.eval.report",
+    },
+)

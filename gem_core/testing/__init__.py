@@ -9,12 +9,11 @@ transformers; the tiny offline models live in `gem_core.rl.testing`.
 
 from __future__ import annotations
 
+from gem_core import _lazy
+
 __all__ = ["conformance", "adapter_suite"]
 
-
-def __getattr__(name: str):  # lazy: the submodule on first access
-    if name in __all__:
-        import importlib
-
-        return importlib.import_module(f"gem_core.testing.{name}")
-    raise AttributeError(f"module 'gem_core.testing' has no attribute {name!r}")
+# Lazy: the submodule on first access.
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__, {name: f"{__name__}.{name}" for name in __all__}
+)

@@ -6,25 +6,17 @@ MCP SDK) are only needed by the tool that uses them.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from gem_core import _lazy
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["Tool", "ToolCall", "ToolResult", "PythonCodeTool", "SearchTool", "MCPTool", "ToolEnvWrapper"]
 
-_LAZY = {
-    "PythonCodeTool": "gem_core.tools.python",
-    "SearchTool": "gem_core.tools.search",
-    "MCPTool": "gem_core.tools.mcp",
-    "ToolEnvWrapper": "gem_core.tools.wrapper",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gem_core.tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__,
+    {
+        "PythonCodeTool": "gem_core.tools.python",
+        "SearchTool": "gem_core.tools.search",
+        "MCPTool": "gem_core.tools.mcp",
+        "ToolEnvWrapper": "gem_core.tools.wrapper",
+    },
+)

@@ -10,25 +10,18 @@ Names load lazily: importing this package does not import the MCP SDK.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gem_core import _lazy
 
 __all__ = ["MCPTaskEnv", "TASKS", "TASK_NAMES", "Task", "TaskInstance", "play_script"]
 
-_LAZY = {
-    "MCPTaskEnv": "gem_core.envs.mcp_tasks.env",
-    "TASKS": "gem_core.envs.mcp_tasks.tasks",
-    "TASK_NAMES": "gem_core.envs.mcp_tasks.tasks",
-    "Task": "gem_core.envs.mcp_tasks.tasks",
-    "TaskInstance": "gem_core.envs.mcp_tasks.tasks",
-    "play_script": "gem_core.envs.mcp_tasks.tasks",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gem_core.envs.mcp_tasks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__,
+    {
+        "MCPTaskEnv": "gem_core.envs.mcp_tasks.env",
+        "TASKS": "gem_core.envs.mcp_tasks.tasks",
+        "TASK_NAMES": "gem_core.envs.mcp_tasks.tasks",
+        "Task": "gem_core.envs.mcp_tasks.tasks",
+        "TaskInstance": "gem_core.envs.mcp_tasks.tasks",
+        "play_script": "gem_core.envs.mcp_tasks.tasks",
+    },
+)

@@ -12,8 +12,7 @@ Names load lazily.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gem_core import _lazy
 
 __all__ = [
     "RetailEnv",
@@ -25,21 +24,15 @@ __all__ = [
     "POLICY",
 ]
 
-_LAZY = {
-    "RetailEnv": "gem_core.envs.tau.env",
-    "make_retail_env": "gem_core.envs.tau.env",
-    "TASKS": "gem_core.envs.tau.tasks",
-    "TASK_NAMES": "gem_core.envs.tau.tasks",
-    "RetailTask": "gem_core.envs.tau.tasks",
-    "reference_script": "gem_core.envs.tau.tasks",
-    "POLICY": "gem_core.envs.tau.policy",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gem_core.envs.tau' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy.lazy_attributes(
+    __name__,
+    {
+        "RetailEnv": "gem_core.envs.tau.env",
+        "make_retail_env": "gem_core.envs.tau.env",
+        "TASKS": "gem_core.envs.tau.tasks",
+        "TASK_NAMES": "gem_core.envs.tau.tasks",
+        "RetailTask": "gem_core.envs.tau.tasks",
+        "reference_script": "gem_core.envs.tau.tasks",
+        "POLICY": "gem_core.envs.tau.policy",
+    },
+)
