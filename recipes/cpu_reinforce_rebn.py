@@ -34,6 +34,14 @@ lists the guesses and hints but not the interval: the same game, learned more sl
 less reliably by this 123k-parameter model); ``--history chat`` prompts with the whole
 conversation (one packed sequence per episode; much slower to learn at this size).
 
+Other envs: ``--env-id`` takes any registered text env. The warm-up and the oracle baseline
+are GuessTheNumber's (elsewhere ``--warmup-steps 0``; the random baseline is the env's
+``sample_random_action`` where it has one). The assistant's view of the multi-agent
+``tau:Retail-v0``, its user played by the scripted simulator, trains the same way (a smoke
+size; the tiny model learns nothing there, it shows that the single-agent view plugs into
+the loop): ``--env-id tau:Retail-v0 --history chat --warmup-steps 0 --max-context 8192
+--max-positions 8192 --truncated-response pass`` (``--env-kwargs`` picks its tasks).
+
 Outputs, in ``runs/<run_name>/``: ``metrics.csv`` (one row per iteration; ``nan`` where
 a value is undefined, e.g. turns to solve when nothing was solved), ``scalars.jsonl``
 (TensorBoard-style scalars, one ``{"tag", "step", "value", "wall_time"}`` object per
@@ -90,15 +98,17 @@ class Args:
 
     # Environment
     env_id: str = "game:GuessTheNumber-v0-easy"
-    """the env (a GuessTheNumber id: the warm-up's random answers are numbers in its range)"""
+    """the env: any registered text env; the warm-up (random answers in its number range) and the oracle baseline need a GuessTheNumber id (elsewhere pass --warmup-steps 0: e.g. tau:Retail-v0 with --history chat --max-context 8192 --max-positions 8192)"""
     min_number: int | None = None
     """override the env's smallest number (None: the env id's default)"""
     max_number: int | None = None
     """override the env's largest number (None: the env id's default)"""
     max_turns: int | None = None
     """override the env's turn budget (None: the env id's default)"""
-    format_error: str = "terminate"
-    """what a malformed answer does during training: 'terminate' the episode or 'retry' (evaluation always uses the env's default, 'terminate')"""
+    env_kwargs: str | None = None
+    """more keyword arguments of the env, a JSON object (e.g. '{"tasks": ["CancelHeadphones"]}' for tau:Retail-v0), for training and evaluation"""
+    format_error: str | None = None
+    """what a malformed answer does during training: 'terminate' the episode or 'retry' (None: the env's default, GuessTheNumber's 'terminate'; evaluation always uses the env's default)"""
 
     # Model and prompts
     hidden: int = 64
@@ -107,6 +117,10 @@ class Args:
     """decoder layers of the tiny model"""
     heads: int = 4
     """attention heads of the tiny model"""
+    max_positions: int = 4096
+    """the tiny model's maximum sequence length (tau:Retail-v0's first observation, policy and tool schemas, is ~6,400 tokens of the tiny tokenizer)"""
+    max_context: int = 1024
+    """the longest sequence of one turn, prompt plus --max-new-tokens; a turn that would exceed it is not played and ends its episode; at most --max-positions"""
     init_std: float = 0.1
     """standard deviation of the random initial weights (0.1 rather than the usual 0.02: the initial model's outputs then depend on the prompt, and reading the hints is learned far sooner)"""
     history: str = "summary"
@@ -115,6 +129,8 @@ class Args:
     """a system message before each prompt (None: none; short prompts train faster)"""
     max_new_tokens: int = 8
     """the most tokens of one answer (\\boxed{10} plus the end token is 6)"""
+    truncated_response: str = "penalize"
+    """an answer cut off at --max-new-tokens: 'penalize' (reward --truncation-penalty, the episode ends) or 'pass' (the env reads it as it is)"""
     truncation_penalty: float = -0.1
     """reward of an answer cut off at --max-new-tokens without an end token, which also ends the episode (like a format error); unpenalized, answers drift into '\\boxed{7}}}}' because the env still reads them"""
 
@@ -162,6 +178,7 @@ class Args:
 ESTIMATOR_CHOICES = ("rebn", "grpo", "rloo", "reinforce")
 HISTORY_CHOICES = ("last", "summary", "chat")
 FORMAT_ERROR_CHOICES = ("terminate", "retry")
+TRUNCATED_RESPONSE_CHOICES = ("penalize", "pass")
 
 
 class StateSummaryObservation(gem_core.ObservationWrapper):
@@ -232,14 +249,30 @@ def parse_args(argv: list[str] | None = None) -> Args:
         ("estimator", ESTIMATOR_CHOICES),
         ("history", HISTORY_CHOICES),
         ("format_error", FORMAT_ERROR_CHOICES),
+        ("truncated_response", TRUNCATED_RESPONSE_CHOICES),
     ):
-        if getattr(args, name) not in choices:
+        if getattr(args, name) not in choices and not (name == "format_error" and args.format_error is None):
             parser.error(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}, got {getattr(args, name)!r}")
     if not 0.0 <= args.gamma <= 1.0:
         parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
-    for name in ("iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks"):
+    for name in (
+        "iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks",
+        "max_positions", "max_context", "max_new_tokens",
+    ):  # fmt: skip
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.env_kwargs is not None:
+        try:
+            extra = json.loads(args.env_kwargs)
+        except ValueError as exc:
+            parser.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc})")
+        if not isinstance(extra, dict):
+            parser.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
+    if args.max_context > args.max_positions:
+        parser.error(
+            f"--max-context ({args.max_context}) exceeds the tiny model's --max-positions ({args.max_positions}); "
+            "raise --max-positions"
+        )
     if args.episodes_per_iter % args.group_size:
         parser.error(
             f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of --group-size ({args.group_size})"
@@ -329,12 +362,23 @@ def episode_metrics(episodes: list[rl.Episode]) -> dict[str, float]:
     }
 
 
-def play_baseline(env_id: str, env_kwargs: dict[str, Any], seeds: list[int], kind: str) -> dict[str, float]:
-    """The env's random policy (``sample_random_action``) or its oracle on ``seeds``."""
+def play_baseline(env_id: str, env_kwargs: dict[str, Any], seeds: list[int], kind: str) -> dict[str, float] | None:
+    """The env's random policy (``sample_random_action``) or its oracle on ``seeds``; None
+    when the env has no such policy (an oracle exists for the games only)."""
     from gem_core.envs.games.oracles import oracle_for
 
     env = gem_core.make(env_id, **env_kwargs)
-    choose = (lambda e: e.unwrapped.sample_random_action()) if kind == "random" else oracle_for(env)
+    try:
+        if kind == "random":
+            sample = getattr(env.unwrapped, "sample_random_action", None)
+            if sample is None:
+                return None
+            choose = lambda e: e.unwrapped.sample_random_action()  # noqa: E731
+        else:
+            choose = oracle_for(env)
+    except KeyError:  # no oracle for this env
+        env.close()
+        return None
     wins, turns, returns, solved_turns = 0, 0, 0.0, []
     for seed in seeds:
         env.reset(seed=seed)
@@ -371,14 +415,17 @@ def plot_learning_curve(path: Path, history: list[dict[str, float]], final: dict
     ax1.plot(its, [r["charts/success_rate"] for r in history], lw=1, label="training batch (sampled)")
     evals = [(r["iteration"], r["eval/success_rate"]) for r in history if "eval/success_rate" in r]
     ax1.plot(*zip(*evals, strict=True), "o-", color="red", label="held-out, greedy")
-    ax1.axhline(final["random"]["success_rate"], color="gray", ls="--", label="random policy")
-    ax1.axhline(final["oracle"]["success_rate"], color="green", ls=":", label="oracle (binary search)")
+    if final["random"] is not None:
+        ax1.axhline(final["random"]["success_rate"], color="gray", ls="--", label="random policy")
+    if final["oracle"] is not None:
+        ax1.axhline(final["oracle"]["success_rate"], color="green", ls=":", label="oracle")
     ax1.set(xlabel="iteration", ylabel="success rate", ylim=(-0.02, 1.02))
     ax1.set_title(f"{args.env_id}: {args.estimator}, γ={args.gamma:g}", fontsize=10)
     ax1.legend(loc="lower right", fontsize=8)
     ax2.plot(its, [r["charts/mean_turns"] for r in history], lw=1, label="mean turns (training)")
     ax2.plot(its, [r["losses/entropy"] for r in history], lw=1, label="entropy / token")
-    ax2.axhline(final["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
+    if final["oracle"] is not None:
+        ax2.axhline(final["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
     ax2.set(xlabel="iteration")
     ax2.legend(fontsize=8)
     fig.tight_layout()
@@ -409,25 +456,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # ---- Env, tiny model, formatter, policy ----------------------------------------------
     env_kwargs = {
-        k: v for k, v in (("min_number", args.min_number), ("max_number", args.max_number), ("max_turns", args.max_turns))
-        if v is not None
+        **(json.loads(args.env_kwargs) if args.env_kwargs else {}),
+        **{k: v for k, v in (("min_number", args.min_number), ("max_number", args.max_number),
+                             ("max_turns", args.max_turns)) if v is not None},
     }  # fmt: skip
-    train_env_kwargs = {**env_kwargs, "format_error": args.format_error}
+    train_env_kwargs = {**env_kwargs, **({} if args.format_error is None else {"format_error": args.format_error})}
     probe = gem_core.make(args.env_id, **env_kwargs)
     probe.reset(seed=0)
     lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
     probe.close()
-    if not (isinstance(lo, int) and isinstance(hi, int)):
-        raise SystemExit(f"--env-id {args.env_id}: expected a GuessTheNumber env with a number range")
+    if args.warmup_steps > 0 and not (isinstance(lo, int) and isinstance(hi, int)):
+        raise SystemExit(
+            f"--env-id {args.env_id}: the warm-up answers random numbers in a GuessTheNumber env's range and "
+            "this env has none; pass --warmup-steps 0"
+        )
     model, tokenizer = load_tiny_model(
-        hidden=args.hidden, layers=args.layers, heads=args.heads, init_std=args.init_std, seed=args.seed
-    )
+        hidden=args.hidden, layers=args.layers, heads=args.heads, init_std=args.init_std, seed=args.seed,
+        max_positions=args.max_positions,
+    )  # fmt: skip
+    tokenizer.model_max_length = args.max_positions
     print(f"tiny model: {sum(p.numel() for p in model.parameters()) / 1e3:.0f}k parameters", flush=True)
     if args.history in ("last", "summary"):
         formatter_cls, layout = LatestObservationFormatter, "per_turn"
     else:
         formatter_cls, layout = rl.ChatFormatter, "packed"
-    formatter = formatter_cls(tokenizer, system_prompt=args.system_prompt, max_context=1024)
+    formatter = formatter_cls(tokenizer, system_prompt=args.system_prompt, max_context=args.max_context)
     policy = rl.TransformersPolicy(model, tokenizer, max_batch_size=args.episodes_per_iter)
 
     def collect(seeds: list[int], sampling: rl.SamplingParams, kwargs: dict[str, Any], who: Any = policy) -> list[rl.Episode]:
@@ -438,7 +491,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return rl.collect_episodes_sync(
             source, who, formatter, seeds=seeds, sampling=sampling, layout=layout,
             concurrency=len(seeds), env_kwargs=kwargs,
-            truncated_response="penalize", truncation_reward=args.truncation_penalty,
+            truncated_response=args.truncated_response, truncation_reward=args.truncation_penalty,
         )  # fmt: skip
 
     eval_seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
@@ -456,10 +509,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "untrained": evaluate(),
     }
     print(
-        f"held-out success: untrained model {results['untrained']['success_rate']:.2f}, random policy "
-        f"{results['random']['success_rate']:.2f}, oracle {results['oracle']['success_rate']:.2f}",
+        "held-out success: " + ", ".join(
+            f"{label} {results[key]['success_rate']:.2f}"
+            for key, label in (("untrained", "untrained model"), ("random", "random policy"), ("oracle", "oracle"))
+            if results[key] is not None
+        ),
         flush=True,
-    )
+    )  # fmt: skip
 
     # ---- Warm-up: supervised steps on random well-formed answers (format only) -----------
     if args.warmup_steps > 0:
@@ -531,7 +587,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs"), 0.0)
         model.train()
         optimizer.zero_grad()
-        for rows in np.array_split(np.argsort(batch.lengths), min(args.grad_chunks, batch.num_samples)):
+        if batch.num_samples == 0:  # every episode of the batch failed (see charts/error_episodes)
+            print(f"iteration {it}: no episode to learn from; the update is skipped", flush=True)
+        for rows in np.array_split(np.argsort(batch.lengths), min(args.grad_chunks, batch.num_samples) or 1):
+            if len(rows) == 0:
+                continue
             mb = batch.select(rows).to_torch()
             mask, old_logp = mb["loss_mask"], mb["old_logprobs"]
             logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
@@ -586,10 +646,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  {'policy':<10} {'success':>8} {'mean turns':>11} {'turns to solve':>15}")
     for name in ("trained", "untrained", "random", "oracle"):
         m = results[name]
+        if m is None:  # the env has no such policy
+            continue
         print(f"  {name:<10} {m['success_rate']:>8.3f} {m['mean_turns']:>11.2f} {m['turns_to_solve']:>15.2f}")
     print("greedy play on the first held-out seeds:")
     for ep in eval_episodes[:6]:
-        answers = " → ".join(t.action.replace("\\boxed", "") for t in ep.turns)
+        answers = " → ".join(repr(t.action.replace("\\boxed", "")[:40]) for t in ep.turns)
         print(f"  seed {ep.seed}: {answers}  ({'solved' if ep.success else 'not solved'})")
     print(f"wall time {wall:.0f} s")
     policy.close()

@@ -120,3 +120,54 @@ def test_bad_estimator_is_rejected() -> None:
     )
     assert proc.returncode == 2
     assert "--estimator must be one of rebn, grpo, rloo, reinforce, got 'ppo'" in proc.stderr
+
+
+def _recipe(*args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(RECIPE), *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.mark.timeout(300)
+def test_recipe_trains_the_assistant_of_tau_retail_with_the_scripted_user(tmp_path: Path) -> None:
+    """The multi-agent env's single-agent view plugs into the training loop: episodes against
+    the scripted user, graded on the database, and policy-gradient steps that move the model.
+    Plain REINFORCE (A = G) with the truncation penalty gives every token a nonzero advantage
+    even though the untrained model solves nothing (the scripted user ends a conversation
+    that strays from its script)."""
+    proc = _recipe(
+        "--env-id", "tau:Retail-v0", "--env-kwargs", '{"tasks": ["CancelHeadphones", "ChangeOrderAddress"]}',
+        "--history", "chat", "--warmup-steps", "0", "--max-context", "8192", "--max-positions", "8192",
+        "--max-new-tokens", "16", "--max-turns", "3", "--estimator", "reinforce",
+        "--iterations", "2", "--episodes-per-iter", "4", "--group-size", "2", "--eval-episodes", "2",
+        "--threads", "1", "--output-dir", str(tmp_path), "--run-name", "tau", "--no-progress",
+        timeout=280,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"recipe failed:\n{proc.stdout}\n{proc.stderr}"
+    with open(tmp_path / "tau" / "metrics.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["iteration"]) for r in rows] == [1, 2]
+    for row in rows:
+        assert float(row["charts/error_episodes"]) == 0.0  # every episode was played and graded
+        assert float(row["losses/grad_norm"]) > 0.0
+        assert float(row["charts/mean_return"]) < 0.0  # the truncation penalty, not a crash
+    assert float(rows[1]["losses/kl_to_warmup"]) > 0.0  # the first step moved the model
+    summary = json.loads((tmp_path / "tau" / "summary.json").read_text())
+    assert summary["eval"]["oracle"] is None  # games only
+    random_policy = summary["eval"]["random"]  # the env's own sample_random_action, through the view
+    assert random_policy["mean_turns"] > 1.0 and 0.0 <= random_policy["success_rate"] <= 1.0
+    assert "held-out evaluation" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env-id", "tau:Retail-v0"], "this env has none; pass --warmup-steps 0"),
+        (["--env-kwargs", "[1]"], "--env-kwargs must be a JSON object, got '[1]'"),
+        (["--env-kwargs", "{tasks"], "--env-kwargs must be a JSON object, got '{tasks'"),
+        (["--max-context", "5000"], "--max-context (5000) exceeds the tiny model's --max-positions (4096)"),
+        (["--truncated-response", "keep"], "--truncated-response must be one of penalize, pass, got 'keep'"),
+    ],
+)
+def test_bad_arguments_are_rejected(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = _recipe(*args, "--output-dir", str(tmp_path))
+    assert proc.returncode != 0
+    assert message in proc.stderr + proc.stdout
