@@ -11,6 +11,7 @@ from gem_core import _lazy
 
 __all__ = [
     "evaluate",
+    "EvalConfig",
     "EvalResult",
     "EndpointUnreachable",
     "check_endpoint",
@@ -29,6 +30,7 @@ __getattr__, __dir__ = _lazy.lazy_attributes(
     __name__,
     {
         "evaluate": "gem_core.eval.runner",
+        "EvalConfig": "gem_core.eval.config",
         "EvalResult": "gem_core.eval.runner",
         "EndpointUnreachable": "gem_core.eval.runner",
         "check_endpoint": "gem_core.eval.runner",
