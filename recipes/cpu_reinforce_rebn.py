@@ -51,12 +51,9 @@ line; TensorBoard event files as well when the ``tensorboard`` package is instal
 
 from __future__ import annotations
 
-import argparse
-import ast
 import copy
 import csv
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -65,7 +62,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -107,7 +104,7 @@ class Args:
     """override the env's turn budget (None: the env id's default)"""
     env_kwargs: str | None = None
     """more keyword arguments of the env, a JSON object (e.g. '{"tasks": ["CancelHeadphones"]}' for tau:Retail-v0), for training and evaluation"""
-    format_error: str | None = None
+    format_error: Literal["terminate", "retry"] | None = None
     """what a malformed answer does during training: 'terminate' the episode or 'retry' (None: the env's default, GuessTheNumber's 'terminate'; evaluation always uses the env's default)"""
 
     # Model and prompts
@@ -123,13 +120,13 @@ class Args:
     """the longest sequence of one turn, prompt plus --max-new-tokens; a turn that would exceed it is not played and ends its episode; at most --max-positions"""
     init_std: float = 0.1
     """standard deviation of the random initial weights (0.1 rather than the usual 0.02: the initial model's outputs then depend on the prompt, and reading the hints is learned far sooner)"""
-    history: str = "summary"
+    history: Literal["last", "summary", "chat"] = "summary"
     """what the model reads each turn: 'last' = the latest observation only (it lists every guess and hint; per-turn samples), 'summary' = the env's one-line state summary instead (the hints already turned into the interval still possible; per-turn samples) or 'chat' = the whole conversation (one packed sequence per episode)"""
     system_prompt: str | None = None
     """a system message before each prompt (None: none; short prompts train faster)"""
     max_new_tokens: int = 8
     """the most tokens of one answer (\\boxed{10} plus the end token is 6)"""
-    truncated_response: str = "penalize"
+    truncated_response: Literal["penalize", "pass"] = "penalize"
     """an answer cut off at --max-new-tokens: 'penalize' (reward --truncation-penalty, the episode ends) or 'pass' (the env reads it as it is)"""
     truncation_penalty: float = -0.1
     """reward of an answer cut off at --max-new-tokens without an end token, which also ends the episode (like a format error); unpenalized, answers drift into '\\boxed{7}}}}' because the env still reads them"""
@@ -151,7 +148,7 @@ class Args:
     """episodes played per iteration"""
     group_size: int = 8
     """episodes per env seed within an iteration (the groups of grpo/rloo; the same for every estimator, for a fair comparison)"""
-    estimator: str = "rebn"
+    estimator: Literal["rebn", "grpo", "rloo", "reinforce"] = "rebn"
     """advantage estimator: rebn | grpo | rloo | reinforce (plain REINFORCE: A = G, no baseline)"""
     gamma: float = 0.9
     """discount of the per-turn returns G_t = sum_k gamma^k r_{t+k}"""
@@ -173,12 +170,6 @@ class Args:
     """first env seed of the evaluation (training seeds are drawn below it)"""
     eval_every: int = 0
     """also evaluate every N iterations (0: only at the end)"""
-
-
-ESTIMATOR_CHOICES = ("rebn", "grpo", "rloo", "reinforce")
-HISTORY_CHOICES = ("last", "summary", "chat")
-FORMAT_ERROR_CHOICES = ("terminate", "retry")
-TRUNCATED_RESPONSE_CHOICES = ("penalize", "pass")
 
 
 class StateSummaryObservation(gem_core.ObservationWrapper):
@@ -208,75 +199,43 @@ class LatestObservationFormatter(rl.ChatFormatter):
         return super().messages(observations, responses)
 
 
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field (the CleanRL/tyro convention), by name."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-def parse_args(argv: list[str] | None = None) -> Args:
-    """Parse the command line into `Args`: one ``--kebab-case`` option per field."""
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    docs = field_docs(Args)
-    scalars = {"int": int, "float": float, "str": str}
-    for f in dataclasses.fields(Args):
-        flag, kind = "--" + f.name.replace("_", "-"), str(f.type).replace(" ", "")
-        if kind == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
-            continue
-        optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
-
-        def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
-            return None if optional and text.lower() == "none" else base(text)
-
-        convert.__name__ = base.__name__  # argparse names the type in its error messages
-        parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
-    args = Args(**vars(parser.parse_args(argv)))
-    for name, choices in (
-        ("estimator", ESTIMATOR_CHOICES),
-        ("history", HISTORY_CHOICES),
-        ("format_error", FORMAT_ERROR_CHOICES),
-        ("truncated_response", TRUNCATED_RESPONSE_CHOICES),
-    ):
-        if getattr(args, name) not in choices and not (name == "format_error" and args.format_error is None):
-            parser.error(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}, got {getattr(args, name)!r}")
+def args_problem(args: Args) -> str | None:
+    """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
     if not 0.0 <= args.gamma <= 1.0:
-        parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
+        return f"--gamma must be in [0, 1], got {args.gamma}"
     for name in (
         "iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks",
         "max_positions", "max_context", "max_new_tokens",
     ):  # fmt: skip
         if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+            return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
     if args.env_kwargs is not None:
         try:
             extra = json.loads(args.env_kwargs)
         except ValueError as exc:
-            parser.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc})")
+            return f"--env-kwargs must be a JSON object, got {args.env_kwargs!r} ({exc})"
         if not isinstance(extra, dict):
-            parser.error(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
+            return f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}"
     if args.max_context > args.max_positions:
-        parser.error(
+        return (
             f"--max-context ({args.max_context}) exceeds the tiny model's --max-positions ({args.max_positions}); "
             "raise --max-positions"
         )
     if args.episodes_per_iter % args.group_size:
-        parser.error(
-            f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of --group-size ({args.group_size})"
-        )
+        return f"--episodes-per-iter ({args.episodes_per_iter}) must be a multiple of --group-size ({args.group_size})"
+    return None
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    """Parse the command line into `Args` with tyro: one ``--kebab-case`` option per field,
+    its help the docstring under the field; exit 2 with a message on a bad combination."""
+    import tyro
+
+    args = tyro.cli(Args, args=argv, description=(__doc__ or "").split("\n\n")[0])
+    problem = args_problem(args)
+    if problem is not None:
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     return args
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,34 +93,60 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def test_help_lists_every_field() -> None:
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each dataclass field, by name (what tyro shows as its help)."""
+    import ast
+    import inspect
+
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[union-attr]
+    return docs
+
+
+def test_help_shows_every_field_with_its_docstring() -> None:
     import dataclasses
     import importlib.util
+    import re
 
     proc = subprocess.run(
-        [sys.executable, str(RECIPE), "--help"], capture_output=True, text=True, timeout=60, cwd=REPO
-    )
+        [sys.executable, str(RECIPE), "--help"], capture_output=True, text=True, timeout=60, cwd=REPO,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", proc.stdout).split())  # tyro's boxes and wrapping away
     spec = importlib.util.spec_from_file_location("cpu_reinforce_rebn", RECIPE)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     sys.modules[spec.name] = module  # dataclasses look their module up
     try:
         spec.loader.exec_module(module)
-        docs = module.field_docs(module.Args)  # reads the source: needs the module registered
+        docs = _field_docs(module.Args)
     finally:
         del sys.modules[spec.name]
     for field in dataclasses.fields(module.Args):
-        assert "--" + field.name.replace("_", "-") in proc.stdout
+        assert "--" + field.name.replace("_", "-") in flat
         assert docs.get(field.name), f"Args.{field.name} has no docstring"
+        assert " ".join(docs[field.name].split()[:6]) in flat, field.name
 
 
-def test_bad_estimator_is_rejected() -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--estimator", "ppo"], "invalid choice 'ppo' for argument '--estimator'"),
+        (["--truncated-response", "keep"], "invalid choice 'keep' for argument '--truncated-response'"),
+        (["--seed", "x"], "--seed"),
+    ],
+)
+def test_bad_option_values_are_rejected_by_the_parser(args: list[str], message: str) -> None:
     proc = subprocess.run(
-        [sys.executable, str(RECIPE), "--estimator", "ppo"], capture_output=True, text=True, timeout=60, cwd=REPO
-    )
+        [sys.executable, str(RECIPE), *args], capture_output=True, text=True, timeout=60, cwd=REPO,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
     assert proc.returncode == 2
-    assert "--estimator must be one of rebn, grpo, rloo, reinforce, got 'ppo'" in proc.stderr
+    assert message in proc.stderr
 
 
 def _recipe(*args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
@@ -164,7 +191,8 @@ def test_recipe_trains_the_assistant_of_tau_retail_with_the_scripted_user(tmp_pa
         (["--env-kwargs", "[1]"], "--env-kwargs must be a JSON object, got '[1]'"),
         (["--env-kwargs", "{tasks"], "--env-kwargs must be a JSON object, got '{tasks'"),
         (["--max-context", "5000"], "--max-context (5000) exceeds the tiny model's --max-positions (4096)"),
-        (["--truncated-response", "keep"], "--truncated-response must be one of penalize, pass, got 'keep'"),
+        (["--gamma", "1.5"], "--gamma must be in [0, 1], got 1.5"),
+        (["--episodes-per-iter", "6", "--group-size", "4"], "--episodes-per-iter (6) must be a multiple of --group-size (4)"),
     ],
 )
 def test_bad_arguments_are_rejected(args: list[str], message: str, tmp_path: Path) -> None:
