@@ -5,7 +5,8 @@ checks that raise `InvalidArgument`.
 Errors of a subsystem live here too (`PolicyError`, `GraderUnavailable`, ...); the modules
 that raise them re-export them, so ``from gem_core.rl.sampling import PolicyError`` still works.
 An error about bad user input subclasses the built-in a caller would catch (`InvalidArgument`
-is a ``ValueError``, `UnregisteredEnv` a ``KeyError``, `InvalidKwarg` a ``TypeError``).
+is a ``ValueError``, `UnregisteredEnv` a ``KeyError``, `InvalidKwarg` and `InvalidArgumentType`
+a ``TypeError``, `UsageError` a ``RuntimeError``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ __all__ = [
     "ResetNeeded",
     "ClosedEnvError",
     "InvalidArgument",
+    "InvalidArgumentType",
+    "UsageError",
     "EnvCheckError",
     "WorkerError",
     "WorkerTimeout",
@@ -110,6 +113,15 @@ class ClosedEnvError(Error, RuntimeError):
 
 class InvalidArgument(Error, ValueError):
     """An argument has the wrong value or shape (e.g. a seed list of the wrong length)."""
+
+
+class InvalidArgumentType(Error, TypeError):
+    """An argument has the wrong type (e.g. a tool that is not a `gem_core.tools.Tool`)."""
+
+
+class UsageError(Error, RuntimeError):
+    """A function was called where it cannot work (e.g. a synchronous entry point inside a
+    running event loop); the message names the call to use instead."""
 
 
 class EnvCheckError(Error, AssertionError):
@@ -262,7 +274,9 @@ class TemplateRewriteWarning(GemWarning, RuntimeWarning):
 # ----------------------------------------------------------------------------- argument checks
 
 
-def check_positive_int(name: str, value: object, *, allow_none: bool = False) -> int | None:
+def check_positive_int(
+    name: str, value: object, *, allow_none: bool = False, error: type[Error] = InvalidArgument
+) -> int | None:
     """``value`` if it is an ``int`` (not a ``bool``) greater than 0, else `InvalidArgument`.
 
     Args:
@@ -270,6 +284,8 @@ def check_positive_int(name: str, value: object, *, allow_none: bool = False) ->
             or ``"max_tokens"``.
         value: the argument.
         allow_none: ``None`` is accepted (and returned) too.
+        error: the class raised instead of `InvalidArgument` (e.g. `RegistrationError` for a
+            bad ``register`` call).
 
     Raises:
         InvalidArgument: ``"{name} must be a positive int, got {value!r}"`` (``"... or
@@ -279,7 +295,7 @@ def check_positive_int(name: str, value: object, *, allow_none: bool = False) ->
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         expected = "a positive int or None" if allow_none else "a positive int"
-        raise InvalidArgument(f"{name} must be {expected}, got {value!r}")
+        raise error(f"{name} must be {expected}, got {value!r}")
     return value
 
 

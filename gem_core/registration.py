@@ -21,6 +21,7 @@ from gem_core.errors import (
     NameNotFound,
     RegistrationError,
     VersionNotFound,
+    check_positive_int,
 )
 
 __all__ = [
@@ -157,10 +158,7 @@ class EnvSpec:
                 f"{self.id}: entry point {self.entry_point!r} is malformed: "
                 "expected 'package.module:Attr'"
             )
-        if self.max_turns is not None and (
-            isinstance(self.max_turns, bool) or not isinstance(self.max_turns, int) or self.max_turns < 1
-        ):
-            raise RegistrationError(f"{self.id}: max_turns must be a positive int or None, got {self.max_turns!r}")
+        check_positive_int(f"{self.id}: max_turns", self.max_turns, allow_none=True, error=RegistrationError)
         self.wrappers = tuple(
             w if isinstance(w, WrapperSpec) else WrapperSpec(*w) if isinstance(w, tuple) else WrapperSpec(w)
             for w in self.wrappers

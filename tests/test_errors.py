@@ -34,6 +34,8 @@ def test_every_public_error_derives_from_error():
         (errors.ResetNeeded, RuntimeError),
         (errors.ClosedEnvError, RuntimeError),
         (errors.InvalidArgument, ValueError),
+        (errors.InvalidArgumentType, TypeError),
+        (errors.UsageError, RuntimeError),
         (errors.EnvCheckError, AssertionError),
         (errors.WorkerTimeout, TimeoutError),
     ],
@@ -149,3 +151,85 @@ def test_check_positive_number(bad):
         _errors.check_positive_number("t", bad)
     assert _errors.check_positive_number("t", 0.25) == 0.25
 
+
+
+def test_check_positive_int_raises_the_callers_class():
+    with pytest.raises(_errors.RegistrationError, match=r"^x: max_turns must be a positive int or None, got 0$"):
+        _errors.check_positive_int("x: max_turns", 0, allow_none=True, error=_errors.RegistrationError)
+
+
+def _collect_sync_in_a_loop():
+    import asyncio
+
+    from gem_core.rl import collect_episodes_sync
+
+    async def main():
+        collect_episodes_sync("test:Echo", None, None, seeds=[0])
+
+    asyncio.run(main())
+
+
+def _bad_jsonl(tmp_path):
+    from gem_core.data import read_local
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text("[1, 2]\n")
+    read_local(path)
+
+
+def _tool_wrapper_with_a_non_tool():
+    from gem_core.envs.toy import EchoEnv
+    from gem_core.tools.wrapper import ToolEnvWrapper
+
+    ToolEnvWrapper(EchoEnv(), [object()])
+
+
+def _mcp_tool_with_string_args():
+    from gem_core.tools.mcp import MCPTool
+
+    MCPTool(command="server", args="--flag")
+
+
+def _seccomp_bad_errno():
+    from gem_core.sandbox.seccomp import build_filter
+
+    build_filter(errno=0)
+
+
+def _echo_with_bool_length():
+    from gem_core.envs.toy import EchoEnv
+
+    EchoEnv(word_length=True)
+
+
+def _code_tests_field_unrecognised():
+    from gem_core.grading.code import parse_tests
+
+    parse_tests(42)
+
+
+def _qa_references_of_a_bad_type():
+    from gem_core.grading.qa import as_references
+
+    as_references({"a": 1})
+
+
+@pytest.mark.parametrize(
+    ("call", "cls", "builtin", "message"),
+    [
+        (_collect_sync_in_a_loop, _errors.UsageError, RuntimeError, "inside a running event loop"),
+        (_bad_jsonl, _errors.InvalidArgument, ValueError, "expected one JSON object"),
+        (_tool_wrapper_with_a_non_tool, _errors.InvalidArgumentType, TypeError, "expects gem_core.tools.Tool"),
+        (_mcp_tool_with_string_args, _errors.InvalidArgumentType, TypeError, "args must be a list of strings"),
+        (_seccomp_bad_errno, _errors.InvalidArgument, ValueError, r"errno=\.\.\.\) must be an errno"),
+        (_echo_with_bool_length, _errors.InvalidArgument, ValueError, "word_length must be a positive int, got True"),
+        (_code_tests_field_unrecognised, _errors.InvalidArgument, ValueError, "unrecognised tests field"),
+        (_qa_references_of_a_bad_type, _errors.InvalidArgumentType, TypeError, "QA references must be"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None) if callable(v) else None,
+)
+def test_bad_user_input_raises_the_hierarchys_class(call, cls, builtin, message, tmp_path):
+    args = (tmp_path,) if call is _bad_jsonl else ()
+    with pytest.raises(cls, match=message) as info:
+        call(*args)
+    assert isinstance(info.value, builtin)

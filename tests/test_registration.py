@@ -18,6 +18,7 @@ from gem_core.core import Wrapper
 from gem_core.errors import (
     DependencyNotInstalled,
     EnvConstructionError,
+    InvalidArgument,
     InvalidKwarg,
     NameNotFound,
     RegistrationError,
@@ -285,14 +286,24 @@ def test_register_accepts_the_documented_forms(temp_ids):
         _register(temp_ids, env_id)
 
 
-def test_failing_constructor_names_id_and_kwargs_and_chains_the_cause():
+def test_failing_constructor_names_id_and_kwargs_and_chains_the_cause(temp_ids):
+    def fails(word_length: int = 5):
+        raise ValueError(f"word_length must be a positive int, got {word_length!r}")
+
+    _register(temp_ids, "test:Fails-v0", fails)
     with pytest.raises(EnvConstructionError) as info:
-        gem_core.make("toy:Echo-v0", word_length=0)
+        gem_core.make("test:Fails-v0", word_length=0)
     assert str(info.value) == (
-        "constructing env 'toy:Echo-v0' with kwargs {'word_length': 0} failed: "
+        "constructing env 'test:Fails-v0' with kwargs {'word_length': 0} failed: "
         "ValueError: word_length must be a positive int, got 0"
     )
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_a_builtin_env_refusing_an_argument_raises_invalid_argument_with_a_note():
+    with pytest.raises(InvalidArgument, match=r"^word_length must be a positive int, got 0\n") as info:
+        gem_core.make("toy:Echo-v0", word_length=0)
+    assert info.value.__notes__ == ["(while making env 'toy:Echo-v0' with kwargs {'word_length': 0})"]
 
 
 def test_gem_errors_from_a_constructor_pass_through_with_a_note(temp_ids):

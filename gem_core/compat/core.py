@@ -19,6 +19,7 @@ from typing import Any
 
 from gem_core.core import Env as _CoreEnv
 from gem_core.core import Wrapper as _CoreWrapper
+from gem_core.errors import InvalidKwarg
 
 __all__ = ["Env", "EnvWrapper", "ForwardingMixin", "CompatEnv", "LegacyEnvAdapter", "reset_options"]
 
@@ -150,7 +151,7 @@ class LegacyEnvAdapter(_CoreEnv):
         try:
             return self.inner.reset(seed, **options)
         except TypeError as e:
-            raise TypeError(
+            raise InvalidKwarg(
                 f"{type(self.inner).__name__}.reset() does not take the reset options "
                 f"{sorted(options)}: {e}"
             ) from e

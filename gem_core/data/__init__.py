@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.errors import DatasetUnavailable, DependencyNotInstalled
+from gem_core.errors import DatasetUnavailable, DependencyNotInstalled, InvalidArgument
 
 __all__ = [
     "DatasetUnavailable",
@@ -86,9 +86,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+                    raise InvalidArgument(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
                 if not isinstance(row, dict):
-                    raise ValueError(
+                    raise InvalidArgument(
                         f"{path}:{lineno}: expected one JSON object (a row) per line, got a "
                         f"{type(row).__name__}"
                     )
@@ -202,14 +202,14 @@ def load_rows(
             if rows is None:
                 rows = loader()
                 if not rows:
-                    raise ValueError(
+                    raise InvalidArgument(
                         f"{env_id}: dataset {dataset!r} ({source}, split {split!r}) is empty"
                     )
                 with _LOCK:
                     rows = _CACHE.setdefault(key, rows)
     missing = [k for k in required_keys if k not in rows[0]]
     if missing:
-        raise ValueError(
+        raise InvalidArgument(
             f"{env_id}: rows of {source} (split {split!r}) lack the column(s) {missing}; "
             f"columns found: {sorted(rows[0])}"
         )

@@ -125,9 +125,9 @@ class CodeEnv(DatasetTaskEnv):
         try:
             cases = parse_tests(row[self.test_key])
         except ValueError as e:
-            raise ValueError(f"{self.env_id}: row {self.index} of {self.dataset_name!r}: {e}") from None
+            raise InvalidArgument(f"{self.env_id}: row {self.index} of {self.dataset_name!r}: {e}") from None
         if not cases:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{self.env_id}: row {self.index} of {self.dataset_name!r} has no test cases; "
                 "every problem needs at least one to be graded"
             )

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from gem_core.core import Env
+from gem_core.errors import InvalidArgument, check_positive_int
 
 __all__ = ["EchoEnv", "PrimeCountEnv", "count_primes"]
 
@@ -38,8 +39,7 @@ class EchoEnv(Env[str, str]):
     metadata = {"category": "toy"}
 
     def __init__(self, word_length: int = 5, format_penalty: float = -0.1):
-        if not isinstance(word_length, int) or word_length < 1:
-            raise ValueError(f"word_length must be a positive int, got {word_length!r}")
+        check_positive_int("word_length", word_length)
         self.word_length = word_length
         self.format_penalty = float(format_penalty)
         self.word = ""
@@ -118,7 +118,7 @@ class PrimeCountEnv(Env[str, str]):
 
     def __init__(self, max_n: int = 30_000, format_penalty: float = -0.1):
         if not isinstance(max_n, int) or max_n < 4:
-            raise ValueError(f"max_n must be an int >= 4, got {max_n!r}")
+            raise InvalidArgument(f"max_n must be an int >= 4, got {max_n!r}")
         self.max_n = max_n
         self.format_penalty = float(format_penalty)
         self.n = 0

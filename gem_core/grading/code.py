@@ -37,6 +37,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gem_core.errors import InvalidArgument
+
 if TYPE_CHECKING:
     from gem_core.sandbox import ExecResult, Sandbox
 
@@ -147,11 +149,11 @@ def _call_args(value: Any) -> list[Any]:
 def _case(inp: Any, out: Any, fn_name: Any, where: str) -> TestCase:
     if fn_name:
         if not isinstance(fn_name, str) or not fn_name.isidentifier():
-            raise ValueError(f"{where}: fn_name must be a Python identifier, got {fn_name!r}")
+            raise InvalidArgument(f"{where}: fn_name must be a Python identifier, got {fn_name!r}")
         try:
             args = _call_args(inp)
         except json.JSONDecodeError as e:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{where}: a function-call input given as text must hold one JSON value per "
                 f"line (one per argument); got {str(inp)[:60]!r} ({e.msg})"
             ) from None
@@ -173,11 +175,11 @@ def parse_tests(tests: Any) -> list[TestCase]:
         try:
             tests = json.loads(tests)
         except json.JSONDecodeError as e:
-            raise ValueError(f"tests given as a string must be JSON; parsing failed: {e.msg}") from None
+            raise InvalidArgument(f"tests given as a string must be JSON; parsing failed: {e.msg}") from None
     if isinstance(tests, dict) and "inputs" in tests and "outputs" in tests:
         inputs, outputs = tests["inputs"], tests["outputs"]
         if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
-            raise ValueError(
+            raise InvalidArgument(
                 "tests['inputs'] and tests['outputs'] must be lists of equal length; got "
                 f"{type(inputs).__name__} of {len(inputs) if isinstance(inputs, list) else '?'} and "
                 f"{type(outputs).__name__} of {len(outputs) if isinstance(outputs, list) else '?'}"
@@ -190,11 +192,11 @@ def parse_tests(tests: Any) -> list[TestCase]:
             kind = str(t.get("testtype") or t.get("type") or "").lower()
             fn_name = t.get("fn_name") or t.get("func_name")
             if kind in _FUNCTIONAL and not fn_name:
-                raise ValueError(f"test {k} is a function-call test ({kind!r}) without an 'fn_name'")
+                raise InvalidArgument(f"test {k} is a function-call test ({kind!r}) without an 'fn_name'")
             cases.append(_case(t["input"], t["output"], fn_name if kind not in ("stdin", "stdin_stdout") else None, f"test {k}"))
         return cases
     shape = type(tests).__name__ + (f" with keys {sorted(tests)[:6]}" if isinstance(tests, dict) else "")
-    raise ValueError(
+    raise InvalidArgument(
         f"unrecognised tests field ({shape}); expected {{'inputs': [...], 'outputs': [...], "
         "'fn_name'?: str}} or a list of {'input': ..., 'output': ..., 'fn_name'?: str} dicts "
         "(or either as a JSON string)"

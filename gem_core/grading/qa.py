@@ -43,6 +43,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from gem_core.errors import InvalidArgumentType
+
 __all__ = [
     "MAX_ANSWER_CHARS",
     "normalize_answer",
@@ -102,7 +104,7 @@ def as_references(references: Any) -> list[str]:
             elif ref is not None:
                 out.append(str(ref))
         return out
-    raise TypeError(
+    raise InvalidArgumentType(
         f"QA references must be a string, a number or a list of them; got "
         f"{type(references).__name__}: {str(references)[:80]!r}. Check the dataset's answer column."
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.errors import InvalidArgument, check_positive_int
+from gem_core.errors import InvalidArgument, UsageError, check_positive_int
 from gem_core.rl.chat import ChatFormatter
 from gem_core.rl.loop import _call, _check_options, run_episode
 from gem_core.rl.sampling import Policy, SamplingParams, derive_seed
@@ -299,7 +299,7 @@ def collect_episodes_sync(*args: Any, **kwargs: Any) -> list[Episode]:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(collect_episodes(*args, **kwargs))
-    raise RuntimeError(
+    raise UsageError(
         "collect_episodes_sync() was called inside a running event loop; "
         "use `await collect_episodes(...)` there"
     )

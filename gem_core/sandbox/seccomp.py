@@ -24,7 +24,7 @@ import os
 import struct
 from collections.abc import Iterable
 
-from gem_core.errors import SandboxUnavailable
+from gem_core.errors import InvalidArgument, SandboxUnavailable
 
 __all__ = [
     "DEFAULT_DENY",
@@ -132,12 +132,12 @@ def build_filter(
     names = list(dict.fromkeys(deny))
     unknown = [n for n in names if n not in numbers or n in ("clone", "clone3", "unshare")]
     if unknown:
-        raise ValueError(
+        raise InvalidArgument(
             f"build_filter(deny=...): unknown system call(s) {unknown} for {arch}; known: "
             f"{', '.join(n for n in numbers if n not in ('clone', 'clone3', 'unshare'))} "
             "(user namespaces are refused with deny_user_namespaces=True)")
     if isinstance(errno, bool) or not isinstance(errno, int) or not 0 < errno < 4096:
-        raise ValueError(f"build_filter(errno=...) must be an errno between 1 and 4095, got {errno!r}")
+        raise InvalidArgument(f"build_filter(errno=...) must be an errno between 1 and 4095, got {errno!r}")
 
     # Instructions as (code, jump-true label, jump-false label, k); labels are resolved to
     # relative offsets at the end ("next" = fall through).
@@ -193,7 +193,7 @@ def filter_fd(program: bytes) -> int:
             long to fit a pipe without blocking (bubblewrap allows 4096 instructions).
     """
     if not program or len(program) % 8 or len(program) > 4096 * 8:
-        raise ValueError(f"filter_fd(program): expected 1 to 4096 BPF instructions of 8 bytes, got {len(program)} bytes")
+        raise InvalidArgument(f"filter_fd(program): expected 1 to 4096 BPF instructions of 8 bytes, got {len(program)} bytes")
     read, write = os.pipe()
     try:
         os.write(write, program)  # far below a pipe's capacity (64 KiB): never blocks

@@ -12,7 +12,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from gem_core.errors import DependencyNotInstalled, MCPConnectionError
+from gem_core.errors import (
+    DependencyNotInstalled,
+    InvalidArgument,
+    InvalidArgumentType,
+    MCPConnectionError,
+)
 from gem_core.tools._text import MAX_JSON_CHARS, MAX_JSON_DEPTH, JSONLimitError, loads_bounded
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
@@ -202,18 +207,18 @@ class MCPTool(Tool):
         errlog: TextIO | None = None,
     ):
         if (command is None) == (url is None):
-            raise ValueError(
+            raise InvalidArgument(
                 "MCPTool needs exactly one server: command=... (stdio) or url=... (streamable "
                 f"HTTP); got command={command!r}, url={url!r}"
             )
         if isinstance(args, str):
-            raise TypeError(f"args must be a list of strings, got the string {args!r}")
+            raise InvalidArgumentType(f"args must be a list of strings, got the string {args!r}")
         if timeout <= 0 or connect_timeout <= 0:
-            raise ValueError(
+            raise InvalidArgument(
                 f"timeouts must be > 0, got timeout={timeout}, connect_timeout={connect_timeout}"
             )
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise InvalidArgument(f"max_retries must be >= 0, got {max_retries}")
         self._mcp = _import_mcp()
         self.name = name  # type: ignore[misc]
         self.command = command

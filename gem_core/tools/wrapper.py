@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_core.core import Env, Wrapper
+from gem_core.errors import InvalidArgument, InvalidArgumentType
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["ToolEnvWrapper"]
@@ -97,13 +98,13 @@ class ToolEnvWrapper(Wrapper):
         tools = list(tools)
         for tool in tools:
             if not isinstance(tool, Tool):
-                raise TypeError(
+                raise InvalidArgumentType(
                     f"ToolEnvWrapper expects gem_core.tools.Tool instances, got "
                     f"{type(tool).__name__}; subclass gem_core.tools.Tool"
                 )
         for name, value in (("max_tool_uses", max_tool_uses), ("max_refusals", max_refusals)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+                raise InvalidArgument(f"{name} must be an int >= 0, got {value!r}")
         self.tools: list[Tool] = tools
         self.max_tool_uses = max_tool_uses
         self.tool_reward = float(tool_reward)

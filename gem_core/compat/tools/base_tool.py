@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gem_core.errors import InvalidArgumentType
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["BaseTool", "LegacyTool", "as_tool"]
@@ -108,7 +109,7 @@ def as_tool(tool: Any) -> Tool:
         return tool
     if callable(getattr(tool, "execute_action", None)) and callable(getattr(tool, "instruction_string", None)):
         return LegacyTool(tool)
-    raise TypeError(
+    raise InvalidArgumentType(
         f"expected a gem_core.tools.Tool or a reference-style tool with execute_action() and "
         f"instruction_string(), got {type(tool).__name__}"
     )

@@ -24,7 +24,12 @@ from gem_core.envs.mcp_tasks.tasks import (
     table_dump,
     tool_call,
 )
-from gem_core.errors import ClosedEnvError, ResetNeeded
+from gem_core.errors import (
+    ClosedEnvError,
+    InvalidArgument,
+    ResetNeeded,
+    check_positive_int,
+)
 from gem_core.grading.extract import extract_boxed, extract_tagged_answer
 
 __all__ = ["MCPTaskEnv", "SERVER_SCRIPT", "SEED_SQL", "extract_answer", "MAX_ANSWER_CHARS"]
@@ -156,14 +161,13 @@ class MCPTaskEnv(Env[str, str]):
         python: str | None = None,
     ):
         if task is not None and task not in TASKS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"unknown MCP task {task!r}; expected one of {', '.join(TASK_NAMES)} or None "
                 "(draw a task per episode)"
             )
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        check_positive_int("max_turns", max_turns)
         if format_error not in FORMAT_ERROR_MODES:
-            raise ValueError(
+            raise InvalidArgument(
                 f"format_error must be one of {FORMAT_ERROR_MODES}, got {format_error!r}"
             )
         from gem_core.tools.mcp import MCPTool  # needs the MCP SDK (gem-core[mcp])
@@ -222,7 +226,7 @@ class MCPTaskEnv(Env[str, str]):
         if name is None:
             name = self.rng.choice(TASK_NAMES)
         if name not in TASKS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"reset(options={{'task': {name!r}}}) names no MCP task; expected one of "
                 f"{', '.join(TASK_NAMES)}"
             )
