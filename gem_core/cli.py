@@ -243,35 +243,23 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def _eval_settings(args: argparse.Namespace) -> dict:
-    """The `evaluate` settings: defaults (or, with --resume, the run's manifest), then the flags given."""
-    from gem_core.eval.records import MANIFEST_FILE, read_manifest
-    from gem_core.eval.runner import CONFIG_DEFAULTS
+    """The `EvalConfig` settings that select what a run measures: the run's manifest (with
+    --resume), then the flags given; `EvalConfig` supplies the defaults of the others."""
+    import dataclasses
 
-    base = dict(CONFIG_DEFAULTS)
+    from gem_core.eval.config import EvalConfig
+    from gem_core.eval.records import MANIFEST_FILE, read_manifest
+
+    config_fields = [f.name for f in dataclasses.fields(EvalConfig) if f.metadata.get("config")]
+    base: dict = {}
     if args.resume and args.out and (Path(args.out) / MANIFEST_FILE).exists():
         manifest = read_manifest(args.out)
-        base.update(manifest.get("config", {}))
+        base.update({k: v for k, v in manifest.get("config", {}).items() if k in config_fields})
         base["base_url"] = manifest.get("endpoint", {}).get("base_url")
-    given = {
-        "env_ids": args.env_ids or None,
-        "base_url": args.base_url,
-        "model": args.model,
-        "api": args.api,
-        "episodes": args.episodes,
-        "seed": args.seed,
-        "tokenizer": args.tokenizer,
-        "wrappers": _split(args.wrappers),
-        "tools": _split(args.tools),
-        "max_tool_uses": args.max_tool_uses,
-        "env_kwargs": args.env_kwargs,
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "max_tokens": args.max_tokens,
-        "max_turns": args.max_turns,
-        "max_context": args.max_context,
-        "system_prompt": args.system_prompt,
-        "extra_body": args.extra_body,
-    }
+    # Each of these flags has its field's name (``--max-tool-uses`` -> ``max_tool_uses``).
+    given = {name: getattr(args, name) for name in (*config_fields, "base_url") if name != "user"}
+    given["env_ids"] = given["env_ids"] or None
+    given["wrappers"], given["tools"] = _split(args.wrappers), _split(args.tools)
     base.update({k: v for k, v in given.items() if v is not None})
     base["user"] = _user_spec(args, base.get("user"))
     return base
@@ -404,6 +392,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in settings["model"])[-60:]
         out = str(Path("gem-eval") / f"{safe}-{stamp}")
+    from gem_core.eval.config import EvalConfig
     from gem_core.eval.runner import evaluate
 
     # Each failed episode is logged by the rollout engine; the run reports its errors once
@@ -411,10 +400,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     quiet = logging.getLogger("gem_core")
     handler = logging.NullHandler()
     quiet.addHandler(handler)
-    env_ids = settings.pop("env_ids")
     try:
-        result = evaluate(
-            env_ids,
+        result = evaluate(EvalConfig(
+            **settings,
+            **ray,
             concurrency=args.concurrency,
             timeout=args.timeout,
             max_retries=args.max_retries,
@@ -426,9 +415,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             progress=not args.no_progress,
             command_line=["gem", *_redacted(args.argv, _secrets(args))],
-            **ray,
-            **settings,
-        )
+        ))
     except Error as e:
         print(f"gem eval: {e}", file=sys.stderr)
         return 2

@@ -216,3 +216,19 @@ def test_play_has_line_editing_on_a_terminal():
     read_until(b"return")
     _, status = os.waitpid(pid, 0)
     assert b"SUCCESS" in buf and os.WEXITSTATUS(status) == 0, buf[-800:]
+
+
+def test_every_eval_setting_has_its_gem_eval_flag():
+    """`gem eval` reads each `EvalConfig` setting from the flag of the same name, so a new
+    field without its flag fails here, not in a user's run."""
+    import dataclasses
+
+    from gem_core.cli import build_parser
+    from gem_core.eval.config import EvalConfig
+
+    args = build_parser().parse_args(["eval"])
+    # Set by flags of other names (--out, --no-progress, --ray, --ray-resources, --user-*)
+    # or by the command itself (command_line, print_summary).
+    other = {"user", "out_dir", "progress", "print_summary", "command_line", "ray_address", "ray_options"}
+    missing = [f.name for f in dataclasses.fields(EvalConfig) if f.name not in other and not hasattr(args, f.name)]
+    assert missing == [], f"EvalConfig fields without a gem eval flag of that name: {missing}"

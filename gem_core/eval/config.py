@@ -68,11 +68,14 @@ class EvalConfig:
     system_prompt: str | None = field(default=None, metadata=_CONFIG)
     """Config, pinned. Text of a system message before the first observation."""
     extra_body: Mapping[str, Any] | None = field(default_factory=dict, metadata=_CONFIG)
-    """Config, pinned. Extra JSON fields for every request (e.g. ``{"top_k": 20}``)."""
+    """Config, pinned. Extra JSON fields for every request (e.g. ``{"top_k": 20,
+    "min_p": 0.05}``; a ``None`` value removes a field in ``"chat"`` mode)."""
     user: Mapping[str, Any] | str | None = field(default=None, metadata=_CONFIG_UNPINNED)
-    """Config (compared field by field on resume). The user simulator's spec:
-    ``{"kind": "llm", "base_url": ..., "model": ...}`` or ``"scripted"``; ``None``: each
-    env's own default (or ``env_kwargs["user"]``)."""
+    """Config (compared field by field on resume). The user simulator's spec, for envs
+    whose constructor takes ``user`` (``tau:Retail-v0``): ``{"kind": "llm", "base_url":
+    ..., "model": ..., "temperature": ..., "max_tokens": ...}`` (an `LLMUser` per episode)
+    or ``"scripted"``; refused for an env that takes no user. ``None``: each env's own
+    default, or ``env_kwargs["user"]`` (not both)."""
 
     base_url: str
     """The API root, e.g. ``http://127.0.0.1:8000/v1`` (recorded under ``endpoint``)."""
@@ -92,7 +95,8 @@ class EvalConfig:
     out_dir: str | Path | None = None
     """The run directory (``None``: nothing written)."""
     resume: bool = False
-    """Continue the run in ``out_dir`` (episodes already recorded are not run again)."""
+    """Continue the run in ``out_dir``: episodes already recorded are not run again. The
+    pinned settings must match the manifest's; ``episodes`` may grow."""
     retry_errors: bool = False
     """With ``resume``: also run again the episodes recorded with an error."""
     progress: bool = True
@@ -102,11 +106,14 @@ class EvalConfig:
     command_line: Sequence[str] | None = None
     """Recorded in the manifest (default ``sys.argv``)."""
     ray_address: str | None = None
-    """Run the envs on this Ray cluster (``host:port``, ``"auto"``, ``"ray://host:port"``)."""
+    """Run the envs on this Ray cluster (``host:port`` of the head node, ``"auto"`` or
+    ``"ray://host:port"``): a `RayEnvPool` is made for the run and closed at its end. Not
+    with `evaluate`'s ``env_pool``."""
     ray_actors: int | None = None
     """The Ray pool's most actors (default: the cluster's CPUs / ``num_cpus``)."""
     ray_options: Mapping[str, Any] | None = None
-    """Each actor's Ray options (default ``{"num_cpus": 1}``)."""
+    """Each actor's Ray options (default ``{"num_cpus": 1}``), e.g. ``{"num_cpus": 1,
+    "resources": {"gem_env": 1}}``."""
 
     @classmethod
     def from_kwargs(cls, where: str, kwargs: Mapping[str, Any]) -> EvalConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -21,13 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gem_core.core import Env, Wrapper
-from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument
+from gem_core.core import Env, ObservationWrapper
+from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument, check_positive_int
 from gem_core.eval import records as rec
 from gem_core.eval import user_sim
+from gem_core.eval.config import CONFIG_DEFAULTS, MAX_CONSECUTIVE_ERRORS, PINNED, EvalConfig
 from gem_core.eval.stats import summarize, summary_markdown, summary_table
 
 __all__ = [
+    "EvalConfig",
     "EvalResult",
     "EndpointUnreachable",
     "EndpointIncompatible",
@@ -38,6 +41,8 @@ __all__ = [
     "WRAPPER_NAMES",
     "TOOL_NAMES",
     "CONFIG_DEFAULTS",
+    "MAX_CONSECUTIVE_ERRORS",
+    "TextOnlyObservations",
 ]
 
 #: Endpoint modes for ``api=`` / ``--api``: token ids to ``/v1/completions`` (the
@@ -52,33 +57,10 @@ WRAPPER_NAMES = ("history",)
 #: ``mcp:CONFIG`` (a JSON file of MCP servers, see `mcp_servers`).
 TOOL_NAMES = ("python", "search", "mcp")
 
-#: Defaults of the settings a run's manifest pins (``config``).
-CONFIG_DEFAULTS: dict[str, Any] = {
-    "api": "completions",
-    "episodes": 10,
-    "seed": 0,
-    "tokenizer": None,
-    "wrappers": [],
-    "tools": [],
-    "max_tool_uses": 10,
-    "env_kwargs": {},
-    "temperature": 0.0,
-    "top_p": 1.0,
-    "max_tokens": 1024,
-    "max_turns": None,
-    "max_context": 4096,
-    "system_prompt": None,
-    "extra_body": {},
-    "user": None,
-}
-
-# Settings that must match when a run is resumed (``episodes`` may grow; the user
-# simulator is compared by `user_sim.check_resume_user`, which names the field).
-_PINNED = tuple(k for k in CONFIG_DEFAULTS if k not in ("episodes", "user")) + ("env_ids", "model")
+# The settings a resume must repeat (see `EvalConfig`).
+_PINNED = PINNED
 # The environment variables that select the rows of dataset-backed envs (gem_core.data).
 _DATA_VARS = ("GEM_DATA", "GEM_DATA_DIR")
-#: Consecutive errored episodes after which a run stops (``max_consecutive_errors``).
-MAX_CONSECUTIVE_ERRORS = 5
 
 
 class EndpointUnreachable(Error, ConnectionError):
@@ -534,7 +516,7 @@ def _make_eval_env(
         if callable(close):
             close()
         raise
-    return env if api == "chat" else _TextOnly(env, env_id)
+    return env if api == "chat" else TextOnlyObservations(env, env_id)
 
 
 _ACTOR_SANDBOX: dict[str, Any] = {}
@@ -612,43 +594,11 @@ def _describe_pool(env_pool: Any, ray_address: str | None, ray_actors: int | Non
 
 
 def evaluate(
-    env_ids: str | Sequence[str],
+    env_ids: str | Sequence[str] | EvalConfig,
     *,
-    base_url: str,
-    model: str,
-    api: str = "completions",
-    episodes: int = 10,
-    concurrency: int = 8,
-    seed: int = 0,
-    tokenizer: str | None = None,
-    wrappers: Sequence[str] = (),
-    tools: Sequence[str] = (),
-    max_tool_uses: int = 10,
-    env_kwargs: Mapping[str, Any] | None = None,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_tokens: int = 1024,
-    max_turns: int | None = None,
-    max_context: int = 4096,
-    system_prompt: str | None = None,
-    timeout: float = 120.0,
-    max_retries: int = 3,
-    api_key: str | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS,
-    out_dir: str | Path | None = None,
-    resume: bool = False,
-    retry_errors: bool = False,
-    progress: bool = True,
-    print_summary: bool = False,
-    command_line: Sequence[str] | None = None,
     policy: Any = None,
-    user: Mapping[str, Any] | str | None = None,
-    user_api_key: str | None = None,
     env_pool: Any = None,
-    ray_address: str | None = None,
-    ray_actors: int | None = None,
-    ray_options: Mapping[str, Any] | None = None,
+    **settings: Any,
 ) -> EvalResult:
     """Evaluate a served model on registered envs; the Python face of ``gem eval``.
 
@@ -736,58 +686,22 @@ def evaluate(
     (``env.step: WorkerError``); they count as errored episodes.
 
     Args:
-        env_ids: one or more registered env ids.
-        base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
-        model: the served model name.
-        api: ``"completions"`` (token ids) or ``"chat"`` (chat messages), see above.
-        episodes: episodes per env.
-        concurrency: episodes in flight at once.
-        seed: the base env seed (see above).
-        tokenizer: tokenizer name or directory (default: ``model``); ``"completions"``
-            mode only.
-        wrappers: named wrappers, outermost last: ``history[:FORMAT]``.
-        tools: ``python`` and/or ``search[:INDEX]`` (see `build_env`).
-        max_tool_uses: per-episode tool-call limit.
-        env_kwargs: constructor arguments for every env (e.g. ``{"data_path": "sample"}``).
-        temperature, top_p, max_tokens: sampling (``temperature=0``: greedy).
-        max_turns: the engine's turn limit per episode (``None``: the env's own).
-        max_context: prompt plus ``max_tokens`` must fit in it, else the episode ends
-            (``end_reason="context"``).
-        system_prompt: text of a system message before the first observation.
-        timeout: seconds per HTTP request.
-        max_retries: retries of a request after a transient failure.
-        api_key: sent as ``Authorization: Bearer ...`` (default ``$OPENAI_API_KEY``);
-            never written to the run directory.
-        extra_body: extra JSON fields for every request (e.g. ``{"top_k": 20,
-            "min_p": 0.05}``; a ``None`` value removes a field in ``"chat"`` mode);
-            pinned in the manifest.
-        max_consecutive_errors: stop the run after this many errored episodes in a row
-            (``0``: never stop).
-        out_dir: the run directory (``None``: nothing written).
-        resume: continue the run in ``out_dir``: episodes already recorded are not run
-            again. The pinned settings must match the manifest's; ``episodes`` may grow.
-        retry_errors: with ``resume``, also run again the episodes recorded with an error.
-        progress: show a progress bar on stderr.
-        print_summary: print the summary table to stdout at the end.
-        command_line: recorded in the manifest (default ``sys.argv``).
+        env_ids: one or more registered env ids, or a whole `EvalConfig` (then
+            ``settings`` override its fields).
         policy: a ready backend to use instead of the HTTP client (tests, local models):
             a `gem_core.rl.Policy` (``generate``) in ``"completions"`` mode, an object with
             an async ``chat(messages, sampling) -> ChatResult`` (`gem_core.rl.ChatPolicy`)
             in ``"chat"`` mode; the endpoint is then not contacted.
-        user: the user simulator's spec (see above); refused for an env that takes no
-            user. ``None``: each env's own default (``tau:*``: the scripted user), or
-            ``env_kwargs["user"]``.
-        user_api_key: the LLM user's key (default: the spec's ``api_key``, then
-            ``$GEM_USER_API_KEY``, then ``$OPENAI_API_KEY``); never written to the run
-            directory.
         env_pool: a ready pool to build the envs in (e.g. a `RayEnvPool` the caller
-            owns and closes); see `gem_core.rl.collect.run_jobs`.
-        ray_address: run the envs on this Ray cluster (``host:port`` of the head node,
-            ``"auto"`` or ``"ray://host:port"``): a `RayEnvPool` is made for the run and
-            closed at its end. Not with ``env_pool``.
-        ray_actors: the pool's most actors (default: the cluster's CPUs / ``num_cpus``).
-        ray_options: each actor's Ray options (default ``{"num_cpus": 1}``), e.g.
-            ``{"num_cpus": 1, "resources": {"gem_env": 1}}``.
+            owns and closes); see `gem_core.rl.collect.run_jobs`. Not with ``ray_address``.
+        **settings: the fields of `EvalConfig`, each documented there: ``base_url`` and
+            ``model`` (required), ``api``, ``episodes``, ``concurrency``, ``seed``,
+            ``tokenizer``, ``wrappers``, ``tools``, ``max_tool_uses``, ``env_kwargs``,
+            ``temperature``, ``top_p``, ``max_tokens``, ``max_turns``, ``max_context``,
+            ``system_prompt``, ``timeout``, ``max_retries``, ``api_key``, ``extra_body``,
+            ``max_consecutive_errors``, ``out_dir``, ``resume``, ``retry_errors``,
+            ``progress``, ``print_summary``, ``command_line``, ``user``, ``user_api_key``,
+            ``ray_address``, ``ray_actors``, ``ray_options``.
 
     Returns:
         The `EvalResult`.
@@ -805,68 +719,101 @@ def evaluate(
             for fewer episodes), an ``out_dir`` that already holds a run without
             ``resume``, an ``out_dir`` that cannot be created or written, or a resume
             whose environment or data differ from the run's.
+        InvalidKwarg: a setting that is no `EvalConfig` field, or ``base_url`` /
+            ``model`` missing.
     """
+    if isinstance(env_ids, EvalConfig):
+        given = {f.name: getattr(env_ids, f.name) for f in dataclasses.fields(EvalConfig)}
+        config = EvalConfig.from_kwargs("evaluate()", {**given, **settings}) if settings else env_ids
+    else:
+        config = EvalConfig.from_kwargs("evaluate()", {"env_ids": env_ids, **settings})
+    plan = _validate(config, policy, env_pool)
+    run = _open_run_dir(plan, env_pool)
+    state, results, ran, breaker = _play(plan, run, policy, env_pool)
+    result = _summarize_run(plan, run, results, state, ran, breaker)
+    if config.print_summary:
+        print(result.table())
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated run: its settings (``config``: env ids as a list, the user simulator
+    as a spec, ``env_kwargs`` without it) and what they resolve to."""
+
+    config: EvalConfig
+    env_user: Any  # a policy object given to the env as is in env_kwargs (not a spec: not pinned)
+    user_key: str | None
+    sampling: Any  # gem_core.rl.sampling.SamplingParams
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.config.env_ids)
+
+
+def _validate(config: EvalConfig, policy: Any, env_pool: Any) -> _Plan:
+    """Check every setting before anything is written or contacted; the normalized `_Plan`."""
     from gem_core.registration import spec
 
-    ids = [env_ids] if isinstance(env_ids, str) else list(env_ids)
+    c = config
+    ids = [c.env_ids] if isinstance(c.env_ids, str) else list(c.env_ids)
     if not ids:
         raise InvalidArgument("evaluate needs at least one env id, got none")
     if len(set(ids)) != len(ids):
         raise InvalidArgument(f"env ids repeat in {ids}; give each env once (use episodes= for more)")
     for env_id in ids:
         spec(env_id)  # unknown ids fail here, with "did you mean"
-    for name, value in (("episodes", episodes), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgument(f"seed must be a non-negative int, got {seed!r}")
-    for w in wrappers:
+    check_positive_int("episodes", c.episodes)
+    check_positive_int("concurrency", c.concurrency)
+    if isinstance(c.seed, bool) or not isinstance(c.seed, int) or c.seed < 0:
+        raise InvalidArgument(f"seed must be a non-negative int, got {c.seed!r}")
+    for w in c.wrappers:
         _parse_named(w, WRAPPER_NAMES, "wrapper")
-    for t in tools:
+    for t in c.tools:
         _check_tool(t)
-    if isinstance(max_consecutive_errors, bool) or not isinstance(max_consecutive_errors, int) \
-            or max_consecutive_errors < 0:
+    if isinstance(c.max_consecutive_errors, bool) or not isinstance(c.max_consecutive_errors, int) \
+            or c.max_consecutive_errors < 0:
         raise InvalidArgument(
-            f"max_consecutive_errors must be an int >= 0 (0: never stop), got {max_consecutive_errors!r}"
+            f"max_consecutive_errors must be an int >= 0 (0: never stop), got {c.max_consecutive_errors!r}"
         )
-    if extra_body is not None and not isinstance(extra_body, Mapping):
+    if c.extra_body is not None and not isinstance(c.extra_body, Mapping):
         raise InvalidArgument(
-            f"extra_body must be a JSON object (dict), e.g. {{\"top_k\": 20}}, got {type(extra_body).__name__}"
+            f"extra_body must be a JSON object (dict), e.g. {{\"top_k\": 20}}, got {type(c.extra_body).__name__}"
         )
-    if retry_errors and not resume:
+    if c.retry_errors and not c.resume:
         raise InvalidArgument("retry_errors=True only applies to a resumed run; pass resume=True too")
-    if api not in API_MODES:
+    if c.api not in API_MODES:
         raise InvalidArgument(
-            f"unknown api {api!r}: expected one of {', '.join(API_MODES)} (completions: token "
+            f"unknown api {c.api!r}: expected one of {', '.join(API_MODES)} (completions: token "
             "ids to /v1/completions with a local tokenizer; chat: messages to /v1/chat/completions)"
         )
-    if api == "chat" and tokenizer is not None:
+    if c.api == "chat" and c.tokenizer is not None:
         raise InvalidArgument(
-            f"tokenizer={tokenizer!r} only applies to api='completions' (token ids); with "
+            f"tokenizer={c.tokenizer!r} only applies to api='completions' (token ids); with "
             "api='chat' the server applies its own chat template: drop --tokenizer"
         )
-    if policy is not None and not callable(getattr(policy, "chat" if api == "chat" else "generate", None)):
-        need = "an async chat(messages, sampling) -> ChatResult" if api == "chat" else \
+    if policy is not None and not callable(getattr(policy, "chat" if c.api == "chat" else "generate", None)):
+        need = "an async chat(messages, sampling) -> ChatResult" if c.api == "chat" else \
             "an async generate(prompt_ids, sampling) -> GenerationResult"
         raise InvalidArgument(
-            f"policy {type(policy).__name__} does not fit api={api!r}: it needs {need} "
-            f"method; pass api={'completions' if api == 'chat' else 'chat'!r} or another policy"
+            f"policy {type(policy).__name__} does not fit api={c.api!r}: it needs {need} "
+            f"method; pass api={'completions' if c.api == 'chat' else 'chat'!r} or another policy"
         )
 
-    if env_pool is not None and ray_address is not None:
+    if env_pool is not None and c.ray_address is not None:
         raise InvalidArgument(
             "give either env_pool= (a ready pool) or ray_address= (gem eval --ray: a pool made "
             "for the run), not both"
         )
-    if ray_address is None and (ray_actors is not None or ray_options is not None):
+    if c.ray_address is None and (c.ray_actors is not None or c.ray_options is not None):
         raise InvalidArgument(
             "ray_actors / ray_options (--ray-actors / --ray-resources) need ray_address "
             "(--ray ADDRESS), the cluster to run the envs on"
         )
-    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
+    if c.ray_address is not None and (not isinstance(c.ray_address, str) or not c.ray_address.strip()):
         raise InvalidArgument(
             f"ray_address must be the cluster's address ('host:port' printed by `ray start "
-            f"--head`, 'auto' or 'ray://host:port'), got {ray_address!r}"
+            f"--head`, 'auto' or 'ray://host:port'), got {c.ray_address!r}"
         )
     if env_pool is not None and not callable(getattr(env_pool, "bind", None)):
         raise InvalidArgument(
@@ -874,13 +821,14 @@ def evaluate(
             "gem_core.distributed.RayEnvPool (or leave it out: envs in this process)"
         )
 
-    if api == "completions":
+    if c.api == "completions":
         for env_id in ids:
             if "image" in _modalities(env_id):
                 raise InvalidArgument(_images_need_chat(env_id, "its observations carry images"))
 
-    env_kwargs = dict(env_kwargs or {})
-    env_user = None  # a policy object given to the env as is (not a spec: not pinned)
+    env_kwargs = dict(c.env_kwargs or {})
+    user = c.user
+    env_user = None
     if "user" in env_kwargs:
         if user is not None:
             raise InvalidArgument(
@@ -900,53 +848,74 @@ def evaluate(
                 "`user` argument), so --user-model/--user-base-url (user=) cannot apply. Drop "
                 "them, or evaluate an env played opposite a user, e.g. tau:Retail-v0"
             )
-    user_key = user_api_key or spec_key or os.environ.get(user_sim.USER_API_KEY_ENV) or None
+    user_key = c.user_api_key or spec_key or os.environ.get(user_sim.USER_API_KEY_ENV) or None
 
     from gem_core.rl.sampling import SamplingParams
 
-    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_tokens, seed=seed)
-    config: dict[str, Any] = {
-        "env_ids": ids,
-        "model": model,
-        "api": api,
-        "episodes": episodes,
-        "seed": seed,
-        "tokenizer": tokenizer,
-        "wrappers": list(wrappers),
-        "tools": list(tools),
-        "max_tool_uses": max_tool_uses,
-        "env_kwargs": env_kwargs,
-        "temperature": temperature,
-        "top_p": top_p,
-        "max_tokens": max_tokens,
-        "max_turns": max_turns,
-        "max_context": max_context,
-        "system_prompt": system_prompt,
-        "extra_body": dict(extra_body or {}),
-        "user": user_spec,
-    }
+    sampling = SamplingParams(temperature=c.temperature, top_p=c.top_p, max_new_tokens=c.max_tokens,
+                              seed=c.seed)
+    normalized = dataclasses.replace(c, env_ids=ids, wrappers=list(c.wrappers), tools=list(c.tools),
+                                     env_kwargs=env_kwargs, extra_body=dict(c.extra_body or {}),
+                                     user=user_spec)
+    return _Plan(normalized, env_user, user_key, sampling)
 
-    out = Path(out_dir) if out_dir is not None else None
+
+@dataclass
+class _RunDir:
+    """A run's directory (``out``; ``None``: nothing written), its manifest and episodes:
+    ``done`` (recorded before this call), ``wanted`` and ``jobs`` (``(env_id, index, seed)``:
+    every episode of the run, those still to play)."""
+
+    out: Path | None
+    manifest: dict[str, Any]
+    done: list[dict[str, Any]]
+    wanted: list[tuple[str, int, int]]
+    jobs: list[tuple[str, int, int]]
+
+    def save_manifest(self) -> None:
+        if self.out is not None:
+            try:
+                rec.write_json(self.out / rec.MANIFEST_FILE, self.manifest)
+            except OSError as exc:
+                raise _unwritable(self.out, exc) from None
+
+    def fail(self, exc: BaseException) -> None:
+        """Leave the manifest with ``status="failed"`` and the error."""
+        self.manifest["status"] = "failed"
+        self.manifest["error"] = f"{type(exc).__name__}: {exc}"
+        self.manifest["updated_at"] = _now()
+        self.save_manifest()
+
+
+def _open_run_dir(plan: _Plan, env_pool: Any) -> _RunDir:
+    """Check ``out_dir`` (a resume against its manifest; no fresh run over an old one),
+    create it and write the run's first manifest."""
+    c = plan.config
+    ids = plan.ids
+    config = c.manifest_config()
+    user_spec = c.user
+    out = Path(c.out_dir) if c.out_dir is not None else None
     done: list[dict[str, Any]] = []
     now = _now()
     created = now
-    this_command = list(command_line) if command_line is not None else list(sys.argv)
+    this_command = list(c.command_line) if c.command_line is not None else list(sys.argv)
     first_command = this_command
     resumes: list[dict[str, Any]] = []
     pinned_data: dict[str, Any] = {}
+    pool = _describe_pool(env_pool, c.ray_address, c.ray_actors, c.ray_options)
     if out is not None:
         has_run = (out / rec.MANIFEST_FILE).exists() or (out / rec.RECORDS_FILE).exists()
-        if has_run and not resume and _failed_before_any_episode(out):
+        if has_run and not c.resume and _failed_before_any_episode(out):
             has_run = False  # a run that failed before its first episode: nothing to mix
-        if resume and has_run:
+        if c.resume and has_run:
             old = rec.read_manifest(out)
             _check_resume(old.get("config", {}), config, out)
             user_sim.check_resume_user(old.get("config", {}).get("user"), user_spec, out)
             _check_resume_environment(old, ids, out)
             ran_before = old.get("config", {}).get("episodes", 0)
-            if isinstance(ran_before, int) and episodes < ran_before:
+            if isinstance(ran_before, int) and c.episodes < ran_before:
                 raise InvalidArgument(
-                    f"cannot resume {out} with episodes={episodes}: the run asks for "
+                    f"cannot resume {out} with episodes={c.episodes}: the run asks for "
                     f"{ran_before} episodes per env and a resume may only add episodes. Pass "
                     f"--episodes {ran_before} or more (or leave it out), or write to a new --out "
                     "directory"
@@ -956,18 +925,19 @@ def evaluate(
                     f"resuming {out}, begun with gem-core {old.get('gem_core_version')}, with "
                     f"gem-core {_gem_version()}: the env registrations and data are unchanged "
                     "(checked), but grading code may differ",
-                    RuntimeWarning, stacklevel=2,
+                    RuntimeWarning, stacklevel=3,
                 )
             created = old.get("created_at", created)
             first_command = old.get("command_line", first_command)
             resumes = list(old.get("resumes") or [])
             resumes.append({"at": now, "command_line": this_command, "gem_core_version": _gem_version(),
-                            "base_url": base_url,
+                            "base_url": c.base_url,
                             "user_base_url": (user_spec or {}).get("base_url"),
-                            "env_pool": _describe_pool(env_pool, ray_address, ray_actors, ray_options)})
+                            "env_pool": _describe_pool(env_pool, c.ray_address, c.ray_actors,
+                                                       c.ray_options)})
             pinned_data = dict(old.get("data") or {})
             done = rec.read_records(out / rec.RECORDS_FILE)
-            if retry_errors:
+            if c.retry_errors:
                 done = [r for r in done if not r.get("error")]
         elif has_run:
             raise InvalidArgument(
@@ -979,10 +949,11 @@ def evaluate(
         except OSError as exc:
             raise _unwritable(out, exc) from None
 
-    wanted = [(e, i, seed + i) for e in ids for i in range(episodes)]
+    wanted = [(e, i, c.seed + i) for e in ids for i in range(c.episodes)]
     finished = {(r["env_id"], int(r["index"])) for r in done}
     jobs = [j for j in wanted if (j[0], j[1]) not in finished]
 
+    api = c.api
     manifest: dict[str, Any] = {
         "format": rec.MANIFEST_FORMAT,
         "gem_core_version": _gem_version(),
@@ -992,28 +963,28 @@ def evaluate(
         "command_line": first_command,
         "resumes": resumes,
         "config": config,
-        "endpoint": {"base_url": base_url, "api": api,
+        "endpoint": {"base_url": c.base_url, "api": api,
                      "route": "/chat/completions" if api == "chat" else "/completions",
-                     "timeout_s": timeout, "max_retries": max_retries,
-                     "api_key": "set" if (api_key or os.environ.get("OPENAI_API_KEY")) else None},
+                     "timeout_s": c.timeout, "max_retries": c.max_retries,
+                     "api_key": "set" if (c.api_key or os.environ.get("OPENAI_API_KEY")) else None},
         "user_simulator": user_sim.describe_user(
-            user_spec, ids, env_user,
-            key_set=bool(user_key or os.environ.get("OPENAI_API_KEY"))),
-        "concurrency": concurrency,
+            user_spec, ids, plan.env_user,
+            key_set=bool(plan.user_key or os.environ.get("OPENAI_API_KEY"))),
+        "concurrency": c.concurrency,
         # Where the envs ran (None: in this process). It selects no data, so it is not
         # pinned: a resume may use other actors, another cluster, or none.
-        "env_pool": _describe_pool(env_pool, ray_address, ray_actors, ray_options),
+        "env_pool": pool,
         "envs": {e: _env_info(e) for e in ids},
         "seeds": {
-            "env_seeds": [seed + i for i in range(episodes)],
+            "env_seeds": [c.seed + i for i in range(c.episodes)],
             "rule": "episode i of every env resets with seed + i and samples with "
                     "gem_core.rl.derive_seed(seed, 'sample', env_id, i)",
         },
-        "sampling": {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_tokens,
-                     "stop_token_ids": None, "extra_body": dict(extra_body or {})},
+        "sampling": {"temperature": c.temperature, "top_p": c.top_p, "max_new_tokens": c.max_tokens,
+                     "stop_token_ids": None, "extra_body": dict(c.extra_body or {})},
         "layout": "packed" if api == "completions" else "messages",
         "token_counts": "tokenizer" if api == "completions" else "server usage (null when absent)",
-        "stack": {"tools": list(tools), "wrappers": list(wrappers),
+        "stack": {"tools": list(c.tools), "wrappers": list(c.wrappers),
                   "order": "make(env_id, **env_kwargs) -> ToolEnvWrapper(tools) -> wrappers in order"},
         # What selects the rows of dataset-backed envs (gem_core.data.load_rows): pinned, a
         # resume under other values is refused (env_kwargs' data_path is in config).
@@ -1024,186 +995,213 @@ def evaluate(
         "platform": platform.platform(),
         "packages": {p: _version(p) for p in ("transformers", "tokenizers", "torch")},
     }
+    run = _RunDir(out, manifest, done, wanted, jobs)
+    run.save_manifest()
+    return run
 
-    def save_manifest() -> None:
-        if out is not None:
-            try:
-                rec.write_json(out / rec.MANIFEST_FILE, manifest)
-            except OSError as exc:
-                raise _unwritable(out, exc) from None
 
-    save_manifest()
+class _Session:
+    """What a run's episodes are played with: the policy (and chat formatter), the env
+    factory and the env pool; `close` closes what the session made."""
 
-    shared = _SharedSandbox(concurrency)
-    uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in tools)
+    def __init__(self, plan: _Plan, policy: Any, env_pool: Any):
+        c = plan.config
+        self.plan = plan
+        self.policy = policy
+        self.own_policy = False
+        self.env_pool = env_pool
+        self.own_pool = False
+        self.formatter: Any = None
+        self.pool_env: Any = None  # what the env pool builds envs with (pickled to it)
+        self.prebuilt: dict[str, Env] = {}
+        self.shared = _SharedSandbox(c.concurrency)
+        self.uses_python = any(_parse_named(t, TOOL_NAMES, "tool")[0] == "python" for t in c.tools)
+        self.env_settings: dict[str, Any] = {
+            "api": c.api, "wrappers": list(c.wrappers), "tools": list(c.tools),
+            "max_tool_uses": c.max_tool_uses, "env_kwargs": c.env_kwargs, "user_spec": c.user,
+            "user_key": plan.user_key, "timeout": c.timeout, "max_retries": c.max_retries,
+        }
 
-    env_settings: dict[str, Any] = {
-        "api": api, "wrappers": list(wrappers), "tools": list(tools), "max_tool_uses": max_tool_uses,
-        "env_kwargs": env_kwargs, "user_spec": user_spec, "user_key": user_key,
-        "timeout": timeout, "max_retries": max_retries,
-    }
+    def make_env(self, env_id: str) -> Env:
+        return _make_eval_env(env_id, sandbox=self.shared.get() if self.uses_python else None,
+                              **self.env_settings)
 
-    def make_env(env_id: str) -> Env:
-        return _make_eval_env(env_id, sandbox=shared.get() if uses_python else None, **env_settings)
+    def reuse_or_make(self, env_id: str) -> Env:
+        env = self.prebuilt.pop(env_id, None)
+        return env if env is not None else self.make_env(env_id)
 
-    formatter = None
-    own_policy = False
-    own_pool = False
-    pool_env: Any = None  # what the env pool builds envs with (pickled to it)
-    prebuilt: dict[str, Env] = {}
+    def open(self, run: _RunDir) -> None:
+        """Connect everything before the first episode: the Ray pool, the endpoint (checked
+        and probed), the user simulator's endpoint, and one env per id (its data pinned)."""
+        c = self.plan.config
+        manifest = run.manifest
+        if c.ray_address is not None:  # before the endpoint: a wrong address fails in seconds
+            from gem_core.distributed import RayEnvPool
 
-    def close_pool() -> None:
-        if own_pool:
-            env_pool.close()
-
-    if jobs:
-        try:
-            if ray_address is not None:  # before the endpoint: a wrong address fails in seconds
-                from gem_core.distributed import RayEnvPool
-
-                env_pool = RayEnvPool(ray_actors, ray_options=ray_options, address=ray_address)
-                own_pool = True
-                manifest["env_pool"]["num_actors"] = env_pool.num_actors
-                save_manifest()
-            if policy is None:
-                if not base_url.startswith(("http://", "https://")):
-                    raise InvalidArgument(
-                        f"base_url must start with http:// or https://, got {base_url!r} "
-                        "(e.g. http://127.0.0.1:8000/v1)"
-                    )
-                check_endpoint(base_url, timeout=min(float(timeout), 10.0))
-            if api == "completions":
-                from gem_core.rl.chat import ChatFormatter
-
-                formatter = ChatFormatter(
-                    _load_tokenizer(tokenizer or model), system_prompt=system_prompt, max_context=max_context
+            self.env_pool = RayEnvPool(c.ray_actors, ray_options=c.ray_options, address=c.ray_address)
+            self.own_pool = True
+            manifest["env_pool"]["num_actors"] = self.env_pool.num_actors
+            run.save_manifest()
+        if self.policy is None:
+            if not c.base_url.startswith(("http://", "https://")):
+                raise InvalidArgument(
+                    f"base_url must start with http:// or https://, got {c.base_url!r} "
+                    "(e.g. http://127.0.0.1:8000/v1)"
                 )
-                manifest["sampling"]["stop_token_ids"] = list(formatter.stop_token_ids)
-            if policy is None:
-                from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy
+            check_endpoint(c.base_url, timeout=min(float(c.timeout), 10.0))
+        if c.api == "completions":
+            from gem_core.rl.chat import ChatFormatter
 
-                client = OpenAIChatPolicy if api == "chat" else OpenAIPolicy
-                policy = client(base_url, model, api_key=api_key, timeout=timeout,
-                                max_retries=max_retries, max_connections=concurrency,
-                                extra_body=dict(extra_body or {}))
-                own_policy = True
-                _probe(policy, api, formatter, base_url, model)
-            if user_spec is not None and user_spec["kind"] == "llm":
-                _probe_user(user_spec, user_key, timeout=timeout, max_retries=max_retries)
-            # One env per id before any episode: a missing dataset or dependency, or a bad
-            # env_kwargs, is one clear error now instead of an error in every episode.
-            from gem_core.data import recorded_loads
+            self.formatter = ChatFormatter(_load_tokenizer(c.tokenizer or c.model),
+                                           system_prompt=c.system_prompt, max_context=c.max_context)
+            manifest["sampling"]["stop_token_ids"] = list(self.formatter.stop_token_ids)
+        if self.policy is None:
+            from gem_core.rl.policies import OpenAIChatPolicy, OpenAIPolicy
 
-            built: dict[str, Any] = {}
-            for env_id in dict.fromkeys(j[0] for j in jobs):
-                with recorded_loads() as loads:
-                    prebuilt[env_id] = make_env(env_id)
-                built[env_id] = loads
-            _check_data(pinned_data, built, out)
-            manifest["data"] = {**pinned_data, **built}
-            if env_pool is not None:  # the episodes' envs are built in the pool: check it can
-                for env in prebuilt.values():
-                    env.close()
-                prebuilt.clear()
-                pool_env = functools.partial(
-                    _pooled_env, data_env=dict(manifest["data_env"]), data=dict(manifest["data"]),
-                    sandbox_size=shared.size if uses_python else None, **env_settings)
-                try:
-                    pickle.dumps(pool_env)
-                except Exception as exc:
-                    raise InvalidArgument(
-                        f"the env settings cannot be sent to the env pool ({type(exc).__name__}: "
-                        f"{exc}); envs built in Ray actors take plain data only: give env_kwargs as "
-                        "JSON values and a user simulator as a spec (user=..., --user-model), not "
-                        "an object"
-                    ) from None
-                if _run_loop(_prebuild_pooled(env_pool, pool_env, list(dict.fromkeys(j[0] for j in jobs)))) \
-                        == "interrupted":
-                    raise KeyboardInterrupt
+            client = OpenAIChatPolicy if c.api == "chat" else OpenAIPolicy
+            self.policy = client(c.base_url, c.model, api_key=c.api_key, timeout=c.timeout,
+                                 max_retries=c.max_retries, max_connections=c.concurrency,
+                                 extra_body=dict(c.extra_body or {}))
+            self.own_policy = True
+            _probe(self.policy, c.api, self.formatter, c.base_url, c.model)
+        if c.user is not None and c.user["kind"] == "llm":
+            _probe_user(c.user, self.plan.user_key, timeout=c.timeout, max_retries=c.max_retries)
+        # One env per id before any episode: a missing dataset or dependency, or a bad
+        # env_kwargs, is one clear error now instead of an error in every episode.
+        from gem_core.data import recorded_loads
+
+        pinned_data = dict(manifest["data"])
+        ids = list(dict.fromkeys(j[0] for j in run.jobs))
+        built: dict[str, Any] = {}
+        for env_id in ids:
+            with recorded_loads() as loads:
+                self.prebuilt[env_id] = self.make_env(env_id)
+            built[env_id] = loads
+        _check_data(pinned_data, built, run.out)
+        manifest["data"] = {**pinned_data, **built}
+        if self.env_pool is not None:  # the episodes' envs are built in the pool: check it can
+            for env in self.prebuilt.values():
+                env.close()
+            self.prebuilt.clear()
+            self.pool_env = functools.partial(
+                _pooled_env, data_env=dict(manifest["data_env"]), data=dict(manifest["data"]),
+                sandbox_size=self.shared.size if self.uses_python else None, **self.env_settings)
+            try:
+                pickle.dumps(self.pool_env)
+            except Exception as exc:
+                raise InvalidArgument(
+                    f"the env settings cannot be sent to the env pool ({type(exc).__name__}: "
+                    f"{exc}); envs built in Ray actors take plain data only: give env_kwargs as "
+                    "JSON values and a user simulator as a spec (user=..., --user-model), not "
+                    "an object"
+                ) from None
+            if _run_loop(_prebuild_pooled(self.env_pool, self.pool_env, ids)) == "interrupted":
+                raise KeyboardInterrupt
+
+    def close(self, manifest: dict[str, Any] | None = None) -> None:
+        """Close the prebuilt envs, the shared sandbox, and the pool and policy this session
+        made; with ``manifest``, record the pool's counters in it first."""
+        for env in self.prebuilt.values():
+            env.close()
+        self.shared.close()
+        pool = self.env_pool
+        if manifest is not None and pool is not None and manifest["env_pool"] is not None:
+            for key in ("restarts", "built"):
+                if isinstance(getattr(pool, key, None), int):
+                    manifest["env_pool"]["actor_restarts" if key == "restarts" else "envs_built"] = \
+                        getattr(pool, key)
+        if self.own_pool:
+            pool.close()
+        if self.own_policy:
+            self.policy.close()
+
+
+def _play(plan: _Plan, run: _RunDir, policy: Any, env_pool: Any) -> tuple[str, list[dict[str, Any]], int, _Breaker]:
+    """Play the run's missing episodes, appending each record as it finishes.
+
+    Returns:
+        ``(state, records, ran, breaker)``: `_run_loop`'s state (``"done"``,
+        ``"interrupted"`` or ``"aborted"``), every record (earlier ones first), the
+        episodes played now, and the breaker that may have stopped the run.
+    """
+    c = plan.config
+    session = _Session(plan, policy, env_pool)
+    if run.jobs:
+        try:
+            session.open(run)
         except BaseException as exc:
-            for env in prebuilt.values():
-                env.close()
-            shared.close()
-            close_pool()
-            if own_policy:
-                policy.close()
-            manifest["status"] = "failed"
-            manifest["error"] = f"{type(exc).__name__}: {exc}"
-            manifest["updated_at"] = _now()
-            save_manifest()
+            session.close()
+            run.fail(exc)
             raise
-    if out is not None:
+    if run.out is not None:
         try:
-            rec.write_records(out / rec.RECORDS_FILE, done)  # drops partial lines and retried errors
-            save_manifest()
+            rec.write_records(run.out / rec.RECORDS_FILE, run.done)  # drops partial lines and retried errors
+            run.save_manifest()
         except OSError as exc:
-            raise _unwritable(out, exc) from None
+            raise _unwritable(run.out, exc) from None
 
+    breaker = _Breaker(c.max_consecutive_errors)
+    results = list(run.done)
+    if not run.jobs:
+        return "done", results, 0, breaker
+    from gem_core.rl.collect import EpisodeJob, run_jobs
+    from gem_core.rl.sampling import derive_seed
+    from gem_core.rl.types import Episode
+
+    if c.api == "chat":
+        from gem_core.rl.loop import run_chat_episode
+
+        play = functools.partial(run_chat_episode, policy=session.policy, system_prompt=c.system_prompt,
+                                 max_turns=c.max_turns, max_context=c.max_context)
+    else:
+        from gem_core.rl.loop import run_episode
+
+        play = functools.partial(run_episode, policy=session.policy, formatter=session.formatter,
+                                 max_turns=c.max_turns)
+    done = run.done
+    bar = _Progress(len(run.wanted), len(done), sum(bool(r["success"]) for r in done),
+                    sum(bool(r["error"]) for r in done), c.progress)
+    sink = (run.out / rec.RECORDS_FILE).open("a", encoding="utf-8") if run.out is not None else None
     ran = 0
-    state = "done"
-    breaker = _Breaker(max_consecutive_errors)
-    results = list(done)
-    if jobs:
-        from gem_core.rl.collect import EpisodeJob, run_jobs
-        from gem_core.rl.sampling import derive_seed
-        from gem_core.rl.types import Episode
 
-        if api == "chat":
-            from gem_core.rl.loop import run_chat_episode
+    def on_done(job: EpisodeJob, ep: Episode) -> None:
+        nonlocal ran
+        if breaker.tripped:
+            return  # finished while the run was being stopped: left for the resume
+        record = rec.episode_record(ep, index=job.tag, sampling_seed=job.sampling_seed, api=c.api)
+        results.append(record)
+        ran += 1
+        if sink is not None:
+            rec.append_record(sink, record)
+        bar.update(record)
+        breaker.update(record)
 
-            play = functools.partial(run_chat_episode, policy=policy, system_prompt=system_prompt,
-                                     max_turns=max_turns, max_context=max_context)
-        else:
-            from gem_core.rl.loop import run_episode
-
-            play = functools.partial(run_episode, policy=policy, formatter=formatter,
-                                     max_turns=max_turns)
-        bar = _Progress(len(wanted), len(done), sum(bool(r["success"]) for r in done),
-                        sum(bool(r["error"]) for r in done), progress)
-        sink = (out / rec.RECORDS_FILE).open("a", encoding="utf-8") if out is not None else None
-
-        def on_done(job: EpisodeJob, ep: Episode) -> None:
-            nonlocal ran
-            if breaker.tripped:
-                return  # finished while the run was being stopped: left for the resume
-            record = rec.episode_record(ep, index=job.tag, sampling_seed=job.sampling_seed, api=api)
-            results.append(record)
-            ran += 1
-            if sink is not None:
-                rec.append_record(sink, record)
-            bar.update(record)
-            breaker.update(record)
-
-        def reuse_or_make(env_id: str) -> Env:
-            env = prebuilt.pop(env_id, None)
-            return env if env is not None else make_env(env_id)
-
-        episode_jobs = [EpisodeJob(e, s, derive_seed(sampling.seed, "sample", e, i), e, tag=i)
-                        for e, i, s in jobs]
+    episode_jobs = [EpisodeJob(e, s, derive_seed(plan.sampling.seed, "sample", e, i), e, tag=i)
+                    for e, i, s in run.jobs]
+    pool = session.env_pool
+    try:
+        state = _run_loop(
+            run_jobs(episode_jobs, play, make_env=session.reuse_or_make if pool is None else session.pool_env,
+                     sampling=plan.sampling, concurrency=c.concurrency,
+                     layout="per_turn" if c.api == "chat" else "packed",
+                     thread_name="gem-eval-env", on_episode=on_done, env_pool=pool),
+            breaker,
+        )
+    finally:
+        bar.close()
         try:
-            state = _run_loop(
-                run_jobs(episode_jobs, play, make_env=reuse_or_make if env_pool is None else pool_env,
-                         sampling=sampling, concurrency=concurrency,
-                         layout="per_turn" if api == "chat" else "packed",
-                         thread_name="gem-eval-env", on_episode=on_done, env_pool=env_pool),
-                breaker,
-            )
+            session.close(run.manifest)
         finally:
-            bar.close()
-            for env in prebuilt.values():
-                env.close()
-            shared.close()
-            if env_pool is not None and manifest["env_pool"] is not None:
-                for key in ("restarts", "built"):
-                    if isinstance(getattr(env_pool, key, None), int):
-                        manifest["env_pool"]["actor_restarts" if key == "restarts" else "envs_built"] = \
-                            getattr(env_pool, key)
-            close_pool()
             if sink is not None:
                 sink.close()
-            if own_policy:
-                policy.close()
+    return state, results, ran, breaker
 
+
+def _summarize_run(plan: _Plan, run: _RunDir, results: list[dict[str, Any]], state: str, ran: int,
+                   breaker: _Breaker) -> EvalResult:
+    """Sort the records, set the run's status and counts, and write the summary files."""
+    c = plan.config
+    ids, manifest, wanted = plan.ids, run.manifest, run.wanted
     order = {e: i for i, e in enumerate(ids)}
     results.sort(key=lambda r: (order.get(r["env_id"], len(order)), r["index"]))
     have = {(r["env_id"], int(r["index"])) for r in results}
@@ -1234,24 +1232,22 @@ def evaluate(
     manifest["counts"] = {"wanted": len(wanted), "recorded": len(results), "ran_this_call": ran,
                           "missing": len(missing), "errored": errored,
                           "measured": len(results) - errored}
+    out = run.out
     if out is not None:
         rec.write_records(out / rec.RECORDS_FILE, results)  # sorted by env, then index
         rec.write_json(out / rec.SUMMARY_JSON, summary)
         rec.write_text(
             out / rec.SUMMARY_MD,
-            f"# gem eval: {model}"
-            + (f" (user simulator: {user_sim.user_label(user_spec)})" if user_spec else "")
+            f"# gem eval: {c.model}"
+            + (f" (user simulator: {user_sim.user_label(c.user)})" if c.user else "")
             + f"\n\n{summary_markdown(summary)}\n\n"
             f"Status: {status} ({len(results)}/{len(wanted)} episodes recorded, {errored} "
             "errored). Success: over the measured (non-errored) episodes, with a 95% Wilson "
             "interval; errored episodes are counted apart.\n",
         )
         rec.write_json(out / rec.MANIFEST_FILE, manifest)
-    result = EvalResult(results, summary, manifest, out, state == "interrupted", ran, missing,
-                        failed=status == "failed", errors=errors)
-    if print_summary:
-        print(result.table())
-    return result
+    return EvalResult(results, summary, manifest, out, state == "interrupted", ran, missing,
+                      failed=status == "failed", errors=errors)
 
 
 def _now() -> str:
@@ -1392,27 +1388,28 @@ def _images_need_chat(env_id: str, what: str) -> str:
     )
 
 
-class _TextOnly(Wrapper):
-    """Refuses observations with images (``--api completions`` would drop them)."""
+class TextOnlyObservations(ObservationWrapper):
+    """Refuses observations with images: ``api="completions"`` sends token ids from a
+    text-only tokenizer, which would drop them silently. Text passes through unchanged.
+
+    Args:
+        env: the env (stack) a run plays.
+        env_id: named in the error.
+
+    Raises:
+        InvalidArgument: from ``reset``/``step``, on an observation ``{"text", "images"}``
+            with images (the episode ends with that error; use ``api="chat"``).
+    """
 
     def __init__(self, env: Env, env_id: str):
         super().__init__(env)
         self._env_id = env_id
 
-    def _check(self, obs: Any) -> Any:
-        if isinstance(obs, Mapping) and obs.get("images"):
-            raise InvalidArgument(
-                _images_need_chat(self._env_id, f"an observation carries {len(obs['images'])} image(s)")
-            )
-        return obs
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
-        obs, info = self.env.reset(seed=seed, options=options)
-        return self._check(obs), info
-
-    def step(self, action: Any) -> Any:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return self._check(obs), reward, terminated, truncated, info
+    def observation(self, observation: Any) -> Any:
+        if isinstance(observation, Mapping) and observation.get("images"):
+            raise InvalidArgument(_images_need_chat(
+                self._env_id, f"an observation carries {len(observation['images'])} image(s)"))
+        return observation
 
 
 def _unwritable(out: Path, exc: OSError) -> InvalidArgument:

@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gem_core.errors import InvalidArgument
+
 __all__ = [
     "wilson_interval",
     "summarize",
@@ -80,10 +82,10 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
         and ``high`` exactly 1 when ``successes == n``.
 
     Raises:
-        ValueError: ``successes`` outside ``[0, n]`` or a negative ``n``.
+        InvalidArgument: (a ``ValueError``) ``successes`` outside ``[0, n]`` or a negative ``n``.
     """
     if n < 0 or not 0 <= successes <= n:
-        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+        raise InvalidArgument(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return 0.0, 1.0
     p = successes / n

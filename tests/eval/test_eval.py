@@ -54,6 +54,13 @@ def test_wilson_interval_matches_reference_values():
         wilson_interval(4, 3)
 
 
+def test_wilson_interval_refuses_impossible_counts_with_the_hierarchy():
+    from gem_core.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=r"need 0 <= successes <= n, got successes=1, n=-1"):
+        wilson_interval(1, -1)
+
+
 def test_cli_eval_writes_records_summary_and_manifest(server, tiny, tmp_path, capsys):
     out = tmp_path / "run"
     rc = main(_cli_args(server, tiny, out, GTN, ECHO, "--episodes", "3", "--concurrency", "3",

@@ -12,7 +12,7 @@ import gem_core
 from gem_core.cli import main
 from gem_core.data import SAMPLES_DIR
 from gem_core.errors import InvalidArgument
-from gem_core.eval.runner import _TextOnly
+from gem_core.eval.runner import TextOnlyObservations
 from tests.eval.conftest import message_text
 from tests.testing_env import GenericTestEnv
 
@@ -95,10 +95,10 @@ def test_completions_mode_guard_refuses_undeclared_images():
     def reset(env, seed, options):
         return {"text": "t", "images": [png]}, {}
 
-    env = _TextOnly(GenericTestEnv(reset), "custom:Env")
+    env = TextOnlyObservations(GenericTestEnv(reset), "custom:Env")
     with pytest.raises(InvalidArgument, match=r"custom:Env: an observation carries 1 image\(s\).*"
                                               r"Use --api chat"):
         env.reset(seed=0)
-    text_env = _TextOnly(GenericTestEnv(), "custom:Text")
+    text_env = TextOnlyObservations(GenericTestEnv(), "custom:Text")
     assert text_env.reset(seed=0)[0].startswith("start ")  # text passes through
     assert text_env.step("a")[0] == "obs 1"
