@@ -1,17 +1,18 @@
-"""Test support shared by gem_core and the trainer adapters: conformance scenarios and the adapter suite.
+"""Test support shared by gem_core and the trainer adapters: conformance scenarios, the adapter suite, a fake server.
 
 `gem_core.testing.conformance` holds the scenarios every adapter runs through its
 trainer's real code path (fixed envs and seeds, scripted policies, reference values
 computed by `gem_core.rl`); `gem_core.testing.adapter_suite` is the pytest base class
-every adapter's tests subclass (it imports pytest). Importing this package imports neither torch nor
-transformers; the tiny offline models live in `gem_core.rl.testing`.
+every adapter's tests subclass (it imports pytest); `gem_core.testing.openai_server` is
+the local OpenAI-compatible server the HTTP tests talk to. Importing this package imports
+neither torch nor transformers; the tiny offline models live in `gem_core.rl.testing`.
 """
 
 from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = ["conformance", "adapter_suite"]
+__all__ = ["conformance", "adapter_suite", "openai_server"]
 
 # Lazy: the submodule on first access.
 __getattr__, __dir__ = _lazy.lazy_attributes(

@@ -20,7 +20,7 @@ from gem_core.multiagent import (
     as_single_agent,
     make_user,
 )
-from tests.eval.conftest import CompletionsServer, message_text
+from gem_core.testing.openai_server import FakeOpenAIServer, message_text
 
 SCRIPT = UserScript(
     opening="Cancel my order.",
@@ -133,9 +133,8 @@ def _role_play(messages, *, user_stops=True):
 
 @pytest.fixture
 def server():
-    srv = CompletionsServer(None)  # every reply comes from chat_reply: no model needed
-    yield srv
-    srv.close()
+    with FakeOpenAIServer() as srv:  # every reply comes from chat_reply: no model needed
+        yield srv
 
 
 def test_eval_with_an_llm_user_on_the_test_server_for_both_roles(server, tmp_path):

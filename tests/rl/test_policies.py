@@ -6,7 +6,6 @@ import asyncio
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import gem_core.rl as rl
 from gem_core.rl.policies import OpenAIChatPolicy
 from gem_core.rl.rollout import ChatPolicy, ChatResult, ContextLengthExceeded, run_chat_episode
 from gem_core.rl.testing import TextPolicy
+from gem_core.testing.openai_server import FakeOpenAIServer
 
 torch = pytest.importorskip("torch", reason="policy backend tests need gem-core[rl] (torch)")
 
@@ -105,85 +105,10 @@ def test_prompt_longer_than_the_model_fails_alone(policy):
 # --- OpenAI-compatible server -------------------------------------------------------------
 
 
-class FakeServer:
-    """A local /v1/completions server: answers with the tiny model, or as scripted."""
-
-    def __init__(self, policy: rl.TransformersPolicy):
-        self.policy = policy
-        self.script: list[str] = []  # one behaviour per request; "ok" when empty
-        self.requests: list[dict] = []
-        self.release = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                mode = server.script.pop(0) if server.script else "ok"
-                if mode == "hang":
-                    server.release.wait(5)
-                    return
-                if mode.startswith("http"):
-                    return self.reply(int(mode[4:]), b'{"error": "scripted"}')
-                if mode == "badjson":
-                    return self.reply(200, b"{not json")
-                sampling = rl.SamplingParams(
-                    temperature=body["temperature"],
-                    top_p=body["top_p"],
-                    max_new_tokens=body["max_tokens"],
-                    seed=body.get("seed"),
-                )
-                res = server.policy.generate_batch([body["prompt"]], [sampling])[0]
-                logprobs = {
-                    "token_logprobs": res.logprobs,
-                    "tokens": [f"token_id:{t}" for t in res.token_ids],
-                }
-                choice = {
-                    "index": 0,
-                    "text": "",
-                    "logprobs": logprobs,
-                    "finish_reason": res.finish_reason,
-                }
-                if mode == "ok":
-                    choice["token_ids"] = res.token_ids
-                elif mode == "noids":
-                    logprobs["tokens"] = ["a"] * len(res.token_ids)
-                self.reply(
-                    200,
-                    json.dumps(
-                        {"id": "x", "object": "text_completion", "choices": [choice]}
-                    ).encode(),
-                )
-
-            def reply(self, code, payload):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def server(policy):
-    srv = FakeServer(policy)
-    yield srv
-    srv.close()
+    with FakeOpenAIServer(policy) as srv:
+        yield srv
 
 
 def client(server, **kwargs):
@@ -255,115 +180,10 @@ def test_http_failures_flag_only_their_episodes(server, tiny_model):
 # --- OpenAI-compatible chat endpoint (text level) -------------------------------------------
 
 
-class ChatServer:
-    """A local /v1/chat/completions server answering ``reply(messages)`` or as scripted."""
-
-    CONTEXT = (
-        b'{"object": "error", "message": "This model\'s maximum context length is 512 tokens. '
-        b'However, you requested 900 tokens.", "code": 400}'
-    )
-
-    def __init__(self, reply=lambda messages: "\\boxed{5}"):
-        self.reply_fn = reply
-        self.script: list[str] = []  # "ok", "httpNNN", "badjson", "hang", "context", "raw:<body>"
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.release = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                server.headers.append(dict(self.headers))
-                mode = server.script.pop(0) if server.script else "ok"
-                if self.path != "/v1/chat/completions":
-                    return self.reply(404, b'{"error": "no such route"}')
-                if mode == "hang":
-                    server.release.wait(5)
-                    return
-                if mode.startswith("http"):
-                    return self.reply(int(mode[4:]), b'{"error": "scripted"}')
-                if mode == "badjson":
-                    return self.reply(200, b"{not json")
-                if mode == "context":
-                    return self.reply(400, ChatServer.CONTEXT)
-                if mode.startswith("raw:"):
-                    return self.reply(200, mode[4:].encode())
-                if mode in ("cut", "trickle", "nolength"):
-                    return self.misbehave(mode)
-                text = server.reply_fn(body["messages"])
-                payload = {
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-                }
-                self.reply(200, json.dumps(payload).encode())
-
-            def reply(self, code, payload):
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass
-
-            def misbehave(self, mode):
-                """A valid answer delivered badly: ``cut`` (the connection drops halfway),
-                ``trickle`` (a byte every 20 ms), ``nolength`` (no Content-Length, 20 kB of
-                padding, then the end of the connection)."""
-                body = json.dumps(
-                    {"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}],
-                     "pad": " " * (20_000 if mode == "nolength" else 200)}
-                ).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    if mode != "nolength":
-                        self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    if mode == "cut":
-                        self.wfile.write(body[: len(body) // 2])
-                    elif mode == "nolength":
-                        self.wfile.write(body)
-                    else:
-                        for i in range(len(body)):
-                            if server.release.wait(0.02):
-                                return
-                            self.wfile.write(body[i : i + 1])
-                            self.wfile.flush()
-                except OSError:
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def chat_server():
-    srv = ChatServer()
-    yield srv
-    srv.close()
+    with FakeOpenAIServer(chat_reply=lambda messages: "\\boxed{5}", chat_usage=(11, 3)) as srv:
+        yield srv
 
 
 def chat_client(server, **kwargs):
@@ -527,7 +347,7 @@ def test_run_chat_episode_plays_the_env_over_http(chat_server):
         users = [m for m in messages if m["role"] == "user"]
         return "\\boxed{" + str(len(users)) + "}"  # guesses 1, 2, 3, ...
 
-    chat_server.reply_fn = reply
+    chat_server.chat_reply = reply
     env = gem_core.make("game:GuessTheNumber-v0-easy")
     ep = asyncio.run(
         run_chat_episode(
@@ -586,7 +406,7 @@ def test_run_chat_episode_flags_failures_without_raising(chat_server):
     assert ep.end_reason == "response_truncated" and ep.turns[0].reward == -1.0
     assert ep.turns[0].response_truncated
     # An HTTP failure mid-episode is flagged on the episode.
-    chat_server.reply_fn = lambda messages: "\\boxed{11}"  # out of range: the game goes on
+    chat_server.chat_reply = lambda messages: "\\boxed{11}"  # out of range: the game goes on
     chat_server.script = ["ok", "http400"]
     ep = play(chat_client(chat_server, max_retries=0))
     assert ep.num_turns == 1 and ep.end_reason == "error" and "HTTP 400" in ep.error
