@@ -25,6 +25,10 @@ from tests.testing_env import GenericTestEnv, counting_step
 
 
 # --- every registered env -------------------------------------------------------------
+# The one place check_env runs on registered ids: every id, in `make test`, all 105 rg:*
+# included (a reasoning-gym upgrade can break any of them); the family test files do not
+# repeat it. Measured on the 2-core CI box: the 105 rg:* ids take about 140 s (rg:knight_swap
+# 30 s and rg:futoshiki 26 s the slowest), the 103 other ids about 26 s.
 def _registered_ids() -> list[str]:
     return sorted(gem_core.registry)  # at collection time: envs registered later are covered
 

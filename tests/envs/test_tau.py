@@ -111,6 +111,8 @@ def test_the_scripted_user_drives_complete_episodes_and_ends_with_the_stop_token
 
 
 # --- through gem_core.make ---------------------------------------------------------------
+# tests/test_checker.py runs check_env on every registered id; this adds what it does not
+# check: the tau ids raise none of check_env's soft notes (warnings are errors) and are quick.
 @pytest.mark.parametrize("env_id", IDS)
 def test_registered_ids_pass_check_env_quickly(env_id):
     env = gem_core.make(env_id)
