@@ -21,7 +21,10 @@ hidden integer in 1-10 within 4 turns from higher/lower hints, answering ``\\box
    (`gem_core.rl.build_training_batch`, `gem_core.rl.sequence_logprobs`), plus a small
    KL penalty towards the warm-up model that keeps the policy from collapsing onto one
    answer before it has learned to read the hints. ``--estimator grpo|rloo|reinforce``
-   swaps the advantage and changes nothing else.
+   swaps the advantage and changes nothing else; ``--estimator ppo`` adds a critic (a
+   copy of the warm-up model's body with a value head) and uses turn-level GAE
+   (`gem_core.rl.advantages.gae`) with the clipped objective, ``--ppo-epochs`` steps per
+   batch, on the same episodes.
 3. **Evaluation.** Greedy decoding on held-out env seeds, next to the env's random policy
    and the binary-search oracle on the same seeds.
 
@@ -72,6 +75,7 @@ if str(REPO) not in sys.path:  # runnable from a clone without installing
 
 import gem_core  # noqa: E402  (light: neither imports torch)
 import gem_core.rl as rl  # noqa: E402
+from gem_core.rl.advantages import gae  # noqa: E402
 
 
 @dataclass
@@ -148,8 +152,8 @@ class Args:
     """episodes played per iteration"""
     group_size: int = 8
     """episodes per env seed within an iteration (the groups of grpo/rloo; the same for every estimator, for a fair comparison)"""
-    estimator: Literal["rebn", "grpo", "rloo", "reinforce"] = "rebn"
-    """advantage estimator: rebn | grpo | rloo | reinforce (plain REINFORCE: A = G, no baseline)"""
+    estimator: Literal["rebn", "grpo", "rloo", "reinforce", "ppo"] = "rebn"
+    """advantage estimator: rebn | grpo | rloo | reinforce (plain REINFORCE: A = G, no baseline) | ppo (a learned critic, turn-level GAE, the clipped objective for --ppo-epochs steps per batch)"""
     gamma: float = 0.9
     """discount of the per-turn returns G_t = sum_k gamma^k r_{t+k}"""
     learning_rate: float = 3e-3
@@ -158,6 +162,14 @@ class Args:
     """decay the learning rate linearly to 0 over the iterations"""
     max_grad_norm: float = 1.0
     """gradient clipping norm"""
+    gae_lambda: float = 0.95
+    """ppo: the GAE lambda over turns (1: A = G - V)"""
+    ppo_epochs: int = 2
+    """ppo: gradient steps on each batch (the first is on-policy; clipping acts from the second)"""
+    clip_eps: float = 0.2
+    """ppo: the clip range of the probability ratio"""
+    critic_lr: float = 3e-3
+    """ppo: Adam learning rate of the critic (a copy of the warm-up model's body with a zero-initialised value head; annealed like the policy's)"""
     kl_coef: float = 0.05
     """weight of the KL(policy || warm-up model) penalty, estimated on the generated tokens ("k3"); it keeps sampling diverse until the hints are read (0: off, and no reference model is kept)"""
     grad_chunks: int = 2
@@ -203,9 +215,13 @@ def args_problem(args: Args) -> str | None:
     """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
     if not 0.0 <= args.gamma <= 1.0:
         return f"--gamma must be in [0, 1], got {args.gamma}"
+    if not 0.0 <= args.gae_lambda <= 1.0:
+        return f"--gae-lambda must be in [0, 1], got {args.gae_lambda}"
+    if not args.clip_eps > 0.0:
+        return f"--clip-eps must be > 0, got {args.clip_eps}"
     for name in (
         "iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks",
-        "max_positions", "max_context", "max_new_tokens",
+        "max_positions", "max_context", "max_new_tokens", "ppo_epochs",
     ):  # fmt: skip
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
@@ -392,6 +408,49 @@ def plot_learning_curve(path: Path, history: list[dict[str, float]], final: dict
     plt.close(fig)
 
 
+def turn_states(episodes: list[rl.Episode], pad_token_id: int) -> dict[str, np.ndarray]:
+    """Where each generated turn's state is in the training batch of ``episodes``: the row
+    and the position of the last token before the turn's first generated token (the critic
+    reads its value there), with the episode and turn index. Turns that generated no token
+    have no state (and no training tokens). The rows are those of
+    `rl.build_training_batch` for the same episodes, in the same order."""
+    index = rl.build_training_batch(
+        episodes, [np.arange(1, ep.num_turns + 1) for ep in episodes], pad_token_id=pad_token_id
+    )
+    turn_of = np.rint(index.advantages).astype(np.int64)  # k + 1 on turn k's generated tokens
+    out: dict[str, list[int]] = {"row": [], "pos": [], "episode": [], "turn": []}
+    for r in range(index.num_samples):
+        ids = turn_of[r]
+        nz = np.flatnonzero(ids)
+        for start in nz[np.r_[True, ids[nz[1:]] != ids[nz[:-1]]]] if nz.size else ():
+            out["row"].append(r)
+            out["pos"].append(int(start) - 1)
+            out["episode"].append(int(index.episode_index[r]))
+            out["turn"].append(int(ids[start]) - 1)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
+
+
+def ppo_advantages(
+    episodes: list[rl.Episode], values: np.ndarray, states: dict[str, np.ndarray], gamma: float, lam: float
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Turn-level GAE from the critic's ``values`` (one per state of `turn_states`):
+    per-episode advantages normalised over every state of the batch, and each state's return
+    (the critic's target). The turn budget is part of the task, so the state after an
+    episode's last turn has value 0 (``terminated``); a turn without a state gets value 0."""
+    per_episode = [np.zeros(ep.num_turns) for ep in episodes]
+    for v, e, t in zip(values, states["episode"], states["turn"], strict=True):
+        per_episode[e][t] = v
+    advantages, returns = [], []
+    for ep, v in zip(episodes, per_episode, strict=True):
+        adv, ret = gae([t.reward for t in ep.turns], v, gamma, lam, terminated=True)
+        advantages.append(adv)
+        returns.append(ret)
+    state_adv = np.array([advantages[e][t] for e, t in zip(states["episode"], states["turn"], strict=True)])
+    mean, std = (state_adv.mean(), state_adv.std()) if state_adv.size else (0.0, 1.0)
+    state_ret = np.array([returns[e][t] for e, t in zip(states["episode"], states["turn"], strict=True)])
+    return [(a - mean) / (std + 1e-8) for a in advantages], state_ret
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the recipe; returns the summary that is also written to ``summary.json``."""
     args = parse_args(argv)
@@ -510,12 +569,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # ---- REINFORCE with the chosen advantage estimator -----------------------------------
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
     reference = copy.deepcopy(model).requires_grad_(False) if args.kl_coef > 0 else None  # the warm-up model
+    critic = critic_optimizer = None
+    if args.estimator == "ppo":
+
+        class Critic(torch.nn.Module):
+            """The warm-up model's body (a copy) and a zero-initialised scalar head."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.body = copy.deepcopy(model.base_model)
+                self.head = torch.nn.Linear(model.config.hidden_size, 1)
+                torch.nn.init.zeros_(self.head.weight)
+                torch.nn.init.zeros_(self.head.bias)
+
+            def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+                hidden = self.body(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+                return self.head(hidden).squeeze(-1)
+
+        critic = Critic()
+        critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_lr)
     columns = [
         "iteration", "episodes", "time_s",
         "charts/success_rate", "charts/mean_turns", "charts/turns_to_solve", "charts/mean_return",
         "charts/format_error_rate", "charts/truncated_rate", "charts/invalid_rate", "charts/error_episodes",
         "charts/learning_rate", "losses/loss", "losses/kl_to_warmup", "losses/entropy",
-        "losses/logprob_mismatch", "losses/grad_norm", "losses/adv_abs_mean",
+        "losses/logprob_mismatch", "losses/grad_norm", "losses/adv_abs_mean", "losses/value_loss",
         "eval/success_rate", "eval/turns_to_solve",
     ]  # fmt: skip
     logger = ScalarLogger(run_dir, columns, args.track_tensorboard)
@@ -525,6 +603,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for it in range(1, args.iterations + 1):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (it - 1) / args.iterations)
+            if critic_optimizer is not None:
+                critic_optimizer.param_groups[0]["lr"] = args.critic_lr * (1.0 - (it - 1) / args.iterations)
 
         # 1. Rollouts: episodes_per_iter / group_size env seeds, each played group_size times.
         n_seeds = args.episodes_per_iter // args.group_size
@@ -535,40 +615,78 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         episodes = [ep for ep in episodes if ep.error is None and ep.num_turns > 0]
 
         # 2. Advantages: per-turn discounted returns, normalised by the estimator (ReBN:
-        #    over all turns of the batch), one value per turn.
-        advantages = rl.compute_advantages(episodes, args.estimator, gamma=args.gamma)
+        #    over all turns of the batch), one value per turn; ppo: turn-level GAE from the
+        #    critic's values of the turns' states.
+        chunks_of = lambda b: [r for r in np.array_split(np.argsort(b.lengths), min(args.grad_chunks, b.num_samples) or 1) if len(r)]  # noqa: E731
+        if critic is None:
+            advantages = rl.compute_advantages(episodes, args.estimator, gamma=args.gamma)
+        else:
+            states = turn_states(episodes, policy.pad_token_id)
+            probe_batch = rl.build_training_batch(
+                episodes, [np.zeros(ep.num_turns) for ep in episodes], pad_token_id=policy.pad_token_id
+            )
+            values = np.zeros(len(states["row"]))
+            with torch.no_grad():
+                for rows in chunks_of(probe_batch):
+                    mb = probe_batch.select(rows).to_torch()
+                    v = critic(mb["input_ids"], mb["attention_mask"]).numpy()
+                    local = {int(r): j for j, r in enumerate(rows)}
+                    for k in np.flatnonzero(np.isin(states["row"], rows)):
+                        values[k] = v[local[int(states["row"][k])], states["pos"][k]]
+            advantages, state_returns = ppo_advantages(episodes, values, states, args.gamma, args.gae_lambda)
 
-        # 3. One policy-gradient step on loss = mean over generated tokens of -A * log pi(token)
-        #    + kl_coef * KL(pi || warm-up model). Rows are sorted by length and processed in
-        #    chunks whose gradients add up (less padding); the update is that of the batch.
+        # 3. Policy-gradient steps on loss = mean over generated tokens of -A * log pi(token)
+        #    + kl_coef * KL(pi || warm-up model): one step, or --ppo-epochs steps of the
+        #    clipped objective for ppo (with a critic step each on (V - return)^2). Rows are
+        #    sorted by length and processed in chunks whose gradients add up (less padding);
+        #    each update is that of the whole batch.
         batch = rl.build_training_batch(episodes, advantages, pad_token_id=policy.pad_token_id)
         n_tokens = max(batch.num_loss_tokens, 1)
-        sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs"), 0.0)
-        model.train()
-        optimizer.zero_grad()
         if batch.num_samples == 0:  # every episode of the batch failed (see charts/error_episodes)
             print(f"iteration {it}: no episode to learn from; the update is skipped", flush=True)
-        for rows in np.array_split(np.argsort(batch.lengths), min(args.grad_chunks, batch.num_samples) or 1):
-            if len(rows) == 0:
-                continue
-            mb = batch.select(rows).to_torch()
-            mask, old_logp = mb["loss_mask"], mb["old_logprobs"]
-            logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
-            loss = -(logp * mb["advantages"] * mask).sum() / n_tokens
-            if reference is not None:
-                with torch.no_grad():
-                    ref_logp = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
-                log_ratio = (ref_logp - logp) * mask
-                kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3": >= 0, unbiased
-                loss = loss + args.kl_coef * kl
-                sums["kl"] += kl.item()
-            loss.backward()
-            sums["loss"] += loss.item()
-            sums["entropy"] += (-old_logp * mask).sum().item() / n_tokens  # sampled-token estimate
-            sums["mismatch"] += ((logp.detach() - old_logp).abs() * mask).sum().item() / n_tokens
-            sums["adv_abs"] += (mb["advantages"].abs() * mask).sum().item() / n_tokens
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-        optimizer.step()
+        model.train()
+        for _epoch in range(args.ppo_epochs if critic is not None else 1):
+            sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs", "value_loss"), 0.0)
+            optimizer.zero_grad()
+            if critic_optimizer is not None:
+                critic_optimizer.zero_grad()
+            for rows in chunks_of(batch):
+                mb = batch.select(rows).to_torch()
+                mask, old_logp, adv = mb["loss_mask"], mb["old_logprobs"], mb["advantages"]
+                logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
+                if critic is None:
+                    loss = -(logp * adv * mask).sum() / n_tokens
+                else:
+                    ratio = torch.exp((logp - old_logp) * mask)
+                    clipped = torch.clamp(ratio, 1.0 - args.clip_eps, 1.0 + args.clip_eps)
+                    loss = -(torch.minimum(ratio * adv, clipped * adv) * mask).sum() / n_tokens
+                    mine = np.flatnonzero(np.isin(states["row"], rows))
+                    if mine.size:
+                        local = {int(r): j for j, r in enumerate(rows)}
+                        v = critic(mb["input_ids"], mb["attention_mask"])
+                        at = torch.as_tensor([local[int(r)] for r in states["row"][mine]])
+                        pred = v[at, torch.as_tensor(states["pos"][mine])]
+                        target = torch.as_tensor(state_returns[mine], dtype=pred.dtype)
+                        value_loss = 0.5 * ((pred - target) ** 2).sum() / len(states["row"])
+                        value_loss.backward()
+                        sums["value_loss"] += value_loss.item()
+                if reference is not None:
+                    with torch.no_grad():
+                        ref_logp = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
+                    log_ratio = (ref_logp - logp) * mask
+                    kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3": >= 0, unbiased
+                    loss = loss + args.kl_coef * kl
+                    sums["kl"] += kl.item()
+                loss.backward()
+                sums["loss"] += loss.item()
+                sums["entropy"] += (-old_logp * mask).sum().item() / n_tokens  # sampled-token estimate
+                sums["mismatch"] += ((logp.detach() - old_logp).abs() * mask).sum().item() / n_tokens
+                sums["adv_abs"] += (adv.abs() * mask).sum().item() / n_tokens
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            if critic is not None and critic_optimizer is not None:
+                torch.nn.utils.clip_grad_norm_(critic.parameters(), args.max_grad_norm)
+                critic_optimizer.step()
         model.eval()
 
         # 4. Metrics (the last iteration also runs the final held-out evaluation).
@@ -584,6 +702,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "losses/logprob_mismatch": sums["mismatch"],
             "losses/grad_norm": float(grad_norm),
             "losses/adv_abs_mean": sums["adv_abs"],
+            "losses/value_loss": sums["value_loss"] if critic is not None else float("nan"),
         }
         if it == args.iterations or (args.eval_every and it % args.eval_every == 0):
             ev = evaluate()

@@ -37,13 +37,16 @@ EXPECTED_COLUMNS = [
     "losses/logprob_mismatch",
     "losses/grad_norm",
     "losses/adv_abs_mean",
+    "losses/value_loss",
     "eval/success_rate",
     "eval/turns_to_solve",
 ]
 # Columns that must hold a finite number on every row (turns_to_solve is empty when no
 # episode of the batch succeeded; eval/* only on evaluation rows).
 ALWAYS_FINITE = [
-    c for c in EXPECTED_COLUMNS if c not in ("charts/turns_to_solve", "eval/success_rate", "eval/turns_to_solve")
+    c
+    for c in EXPECTED_COLUMNS
+    if c not in ("charts/turns_to_solve", "eval/success_rate", "eval/turns_to_solve", "losses/value_loss")
 ]
 
 
@@ -135,7 +138,7 @@ def test_help_shows_every_field_with_its_docstring() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--estimator", "ppo"], "invalid choice 'ppo' for argument '--estimator'"),
+        (["--estimator", "a2c"], "invalid choice 'a2c' for argument '--estimator'"),
         (["--truncated-response", "keep"], "invalid choice 'keep' for argument '--truncated-response'"),
         (["--seed", "x"], "--seed"),
     ],
@@ -199,3 +202,24 @@ def test_bad_arguments_are_rejected(args: list[str], message: str, tmp_path: Pat
     proc = _recipe(*args, "--output-dir", str(tmp_path))
     assert proc.returncode != 0
     assert message in proc.stderr + proc.stdout
+
+
+@pytest.mark.timeout(300)
+def test_ppo_trains_a_critic_beside_the_policy(tmp_path: Path) -> None:
+    """--estimator ppo: a critic regresses the turns' GAE returns (its loss falls from the
+    zero-initialised head's), the policy takes --ppo-epochs clipped steps per batch."""
+    proc = _run(tmp_path, "--estimator", "ppo", "--iterations", "4", "--ppo-epochs", "3")
+    assert proc.returncode == 0, f"recipe failed:\n{proc.stdout}\n{proc.stderr}"
+    with open(tmp_path / "smoke" / "metrics.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    value_loss = [float(r["losses/value_loss"]) for r in rows]
+    assert all(math.isfinite(v) and v >= 0 for v in value_loss), value_loss
+    assert value_loss[-1] < value_loss[0], value_loss
+    for row in rows:
+        for col in ALWAYS_FINITE:
+            assert math.isfinite(float(row[col])), (col, row[col])
+    # The other estimators train no critic.
+    proc = _run(tmp_path, "--estimator", "rebn", "--iterations", "1", "--run-name", "rebn")
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "rebn" / "metrics.csv", newline="") as fh:
+        assert math.isnan(float(next(csv.DictReader(fh))["losses/value_loss"]))
