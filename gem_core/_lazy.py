@@ -1,5 +1,10 @@
 """Lazy package attributes (PEP 562): the ``__getattr__`` and ``__dir__`` every package uses
-to load a name from its submodule on first access, so importing the package stays cheap."""
+to load a name from its submodule on first access, so importing the package stays cheap.
+
+A package whose public names all load lazily states each name once, in its `lazy_package`
+table; one that also exports eagerly imported names lists them all in a literal ``__all__`` and
+its lazy ones in `lazy_attributes`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["lazy_attributes", "lazy_package"]
 
 
 def lazy_attributes(
@@ -48,3 +53,19 @@ def lazy_attributes(
         return sorted(set(namespace) | set(table))
 
     return __getattr__, __dir__
+
+
+def lazy_package(
+    package: str, names: Mapping[str, str]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__all__, __getattr__, __dir__)`` of a package whose public names all load lazily.
+
+    Use in place of the package's ``__all__``::
+
+        __all__, __getattr__, __dir__ = lazy_package(__name__, {"RayVectorEnv": "gem_core.distributed.vector"})
+
+    Args:
+        package: as in `lazy_attributes`.
+        names: as in `lazy_attributes`; its keys, in order, are the package's ``__all__``.
+    """
+    return [*names], *lazy_attributes(package, names)

@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from gem_core._lazy import lazy_attributes
+from gem_core._lazy import lazy_attributes, lazy_package
 
 LAZY_PACKAGES = (
     "gem_core",
@@ -22,6 +22,9 @@ LAZY_PACKAGES = (
     "gem_core.compat.tools",
     "gem_core.wrappers",
     "gem_core.testing",
+    "gem_core.multiagent",
+    "gem_core.search",
+    "gem_core.rl",
 )
 
 
@@ -65,6 +68,19 @@ def test_dir_lists_lazy_names_before_they_load(package):
     listing = dir(pkg)
     assert {"value", "impl", "__getattr__", "__dir__"} <= set(listing)
     assert listing == sorted(listing)
+
+
+def test_lazy_package_states_all_from_its_table_in_order(monkeypatch):
+    pkg = types.ModuleType("lazy_pkg2")
+    monkeypatch.setitem(sys.modules, "lazy_pkg2", pkg)
+    names, getattr_, dir_ = lazy_package("lazy_pkg2", {"b": "json", "a": "json", "dumps": "json"})
+    assert names == ["b", "a", "dumps"]
+    pkg.__getattr__, pkg.__dir__ = getattr_, dir_
+    import json
+
+    assert pkg.dumps is json.dumps
+    with pytest.raises(AttributeError, match="module 'json' has no attribute 'b'"):
+        _ = pkg.b  # a table entry the module lacks fails like a plain attribute access
 
 
 @pytest.mark.parametrize("name", LAZY_PACKAGES)

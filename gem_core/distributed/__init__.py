@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = ["RayVectorEnv", "RayEnvPool", "RemoteEnv", "RayConnectionError", "connect"]
-
-__getattr__, __dir__ = _lazy.lazy_attributes(
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
     __name__,
     {
         "RayVectorEnv": "gem_core.distributed.vector",

@@ -9,24 +9,7 @@ from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = [
-    "evaluate",
-    "EvalConfig",
-    "EvalResult",
-    "EndpointUnreachable",
-    "check_endpoint",
-    "build_env",
-    "episode_record",
-    "load_run",
-    "read_records",
-    "summarize",
-    "wilson_interval",
-    "summary_table",
-    "summary_markdown",
-    "report",
-]
-
-__getattr__, __dir__ = _lazy.lazy_attributes(
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
     __name__,
     {
         "evaluate": "gem_core.eval.runner",

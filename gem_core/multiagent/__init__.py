@@ -12,38 +12,26 @@ Importing this package imports no HTTP client; `LLMUser` loads it when built.
 
 from __future__ import annotations
 
-from gem_core.multiagent.api import (
-    AgentPolicy,
-    MultiAgentEnv,
-    MultiAgentError,
-    as_policy,
-    derive_agent_seed,
-)
-from gem_core.multiagent.single_agent import MAX_OTHER_STEPS, SingleAgentView, as_single_agent
-from gem_core.multiagent.users import (
-    STOP_TOKEN,
-    LLMUser,
-    ScriptedUser,
-    UserScript,
-    UserSimulatorError,
-    llm_user_system_prompt,
-    make_user,
-)
+from gem_core import _lazy
 
-__all__ = [
-    "MultiAgentEnv",
-    "AgentPolicy",
-    "MultiAgentError",
-    "as_policy",
-    "derive_agent_seed",
-    "SingleAgentView",
-    "as_single_agent",
-    "MAX_OTHER_STEPS",
-    "STOP_TOKEN",
-    "UserScript",
-    "ScriptedUser",
-    "LLMUser",
-    "UserSimulatorError",
-    "make_user",
-    "llm_user_system_prompt",
-]
+# Public name -> the module that defines it; each loads on first access.
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
+    __name__,
+    {
+        "MultiAgentEnv": "gem_core.multiagent.api",
+        "AgentPolicy": "gem_core.multiagent.api",
+        "MultiAgentError": "gem_core.multiagent.api",
+        "as_policy": "gem_core.multiagent.api",
+        "derive_agent_seed": "gem_core.multiagent.api",
+        "SingleAgentView": "gem_core.multiagent.single_agent",
+        "as_single_agent": "gem_core.multiagent.single_agent",
+        "MAX_OTHER_STEPS": "gem_core.multiagent.single_agent",
+        "STOP_TOKEN": "gem_core.multiagent.users",
+        "UserScript": "gem_core.multiagent.users",
+        "ScriptedUser": "gem_core.multiagent.users",
+        "LLMUser": "gem_core.multiagent.users",
+        "UserSimulatorError": "gem_core.multiagent.users",
+        "make_user": "gem_core.multiagent.users",
+        "llm_user_system_prompt": "gem_core.multiagent.users",
+    },
+)

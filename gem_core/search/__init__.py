@@ -10,31 +10,24 @@ Only the standard library is needed (msgpack optionally).
 
 from __future__ import annotations
 
-from gem_core.search.base import Passage, Retriever, SearchBackendError, split_contents
-from gem_core.search.http import HTTPRetriever
-from gem_core.search.index import (
-    IndexStats,
-    SearchIndex,
-    build_index,
-    default_corpus_path,
-    default_index,
-    iter_corpus,
-    query_terms,
-    sanitize_query,
-)
+from gem_core import _lazy
 
-__all__ = [
-    "Passage",
-    "Retriever",
-    "SearchBackendError",
-    "split_contents",
-    "HTTPRetriever",
-    "IndexStats",
-    "SearchIndex",
-    "build_index",
-    "default_corpus_path",
-    "default_index",
-    "iter_corpus",
-    "query_terms",
-    "sanitize_query",
-]
+# Public name -> the module that defines it; each loads on first access.
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
+    __name__,
+    {
+        "Passage": "gem_core.search.base",
+        "Retriever": "gem_core.search.base",
+        "SearchBackendError": "gem_core.search.base",
+        "split_contents": "gem_core.search.base",
+        "HTTPRetriever": "gem_core.search.http",
+        "IndexStats": "gem_core.search.index",
+        "SearchIndex": "gem_core.search.index",
+        "build_index": "gem_core.search.index",
+        "default_corpus_path": "gem_core.search.index",
+        "default_index": "gem_core.search.index",
+        "iter_corpus": "gem_core.search.index",
+        "query_terms": "gem_core.search.index",
+        "sanitize_query": "gem_core.search.index",
+    },
+)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = ["BaseTool", "PythonCodeTool", "SearchTool", "ToolEnvWrapper"]
-
-__getattr__, __dir__ = _lazy.lazy_attributes(
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
     __name__,
     {
         "BaseTool": "gem_core.compat.tools.base_tool",

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = ["MCPTaskEnv", "TASKS", "TASK_NAMES", "Task", "TaskInstance", "play_script"]
-
-__getattr__, __dir__ = _lazy.lazy_attributes(
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
     __name__,
     {
         "MCPTaskEnv": "gem_core.envs.mcp_tasks.env",

@@ -14,17 +14,7 @@ from __future__ import annotations
 
 from gem_core import _lazy
 
-__all__ = [
-    "RetailEnv",
-    "make_retail_env",
-    "TASKS",
-    "TASK_NAMES",
-    "RetailTask",
-    "reference_script",
-    "POLICY",
-]
-
-__getattr__, __dir__ = _lazy.lazy_attributes(
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
     __name__,
     {
         "RetailEnv": "gem_core.envs.tau.env",
