@@ -25,6 +25,7 @@ LAZY_PACKAGES = (
     "gem_core.multiagent",
     "gem_core.search",
     "gem_core.rl",
+    "gem_core.rl.rollout",
 )
 
 

@@ -7,44 +7,31 @@ and `gem_core.rl.collect` (the collector). Import from `gem_core.rl` in new code
 
 from __future__ import annotations
 
-from gem_core.rl.chat import (
-    ChatFormatter,
-    TemplateRewriteWarning,
-    chat_content,
-    chat_messages,
-    image_data_url,
-)
-from gem_core.rl.collect import collect_episodes, collect_episodes_sync
-from gem_core.rl.loop import TRUNCATED_RESPONSE_POLICIES, run_chat_episode, run_episode
-from gem_core.rl.sampling import (
-    FINISH_REASONS,  # noqa: F401 - importable from here before the split
-    ChatPolicy,
-    ChatResult,
-    ContextLengthExceeded,
-    GenerationResult,
-    Policy,
-    PolicyError,
-    SamplingParams,
-    derive_seed,
-)
+from gem_core import _lazy
+from gem_core.rl.sampling import FINISH_REASONS  # noqa: F401 - importable from here before the split
 
-__all__ = [
-    "PolicyError",
-    "ContextLengthExceeded",
-    "SamplingParams",
-    "GenerationResult",
-    "Policy",
-    "ChatResult",
-    "ChatPolicy",
-    "ChatFormatter",
-    "chat_messages",
-    "chat_content",
-    "image_data_url",
-    "TemplateRewriteWarning",
-    "TRUNCATED_RESPONSE_POLICIES",
-    "derive_seed",
-    "run_episode",
-    "run_chat_episode",
-    "collect_episodes",
-    "collect_episodes_sync",
-]
+# Each name loads from `gem_core.rl` on first access (TRUNCATED_RESPONSE_POLICIES, which
+# `gem_core.rl` does not export, from its module).
+__all__, __getattr__, __dir__ = _lazy.lazy_package(
+    __name__,
+    {
+        "PolicyError": "gem_core.rl",
+        "ContextLengthExceeded": "gem_core.rl",
+        "SamplingParams": "gem_core.rl",
+        "GenerationResult": "gem_core.rl",
+        "Policy": "gem_core.rl",
+        "ChatResult": "gem_core.rl",
+        "ChatPolicy": "gem_core.rl",
+        "ChatFormatter": "gem_core.rl",
+        "chat_messages": "gem_core.rl",
+        "chat_content": "gem_core.rl",
+        "image_data_url": "gem_core.rl",
+        "TemplateRewriteWarning": "gem_core.rl",
+        "TRUNCATED_RESPONSE_POLICIES": "gem_core.rl.loop",
+        "derive_seed": "gem_core.rl",
+        "run_episode": "gem_core.rl",
+        "run_chat_episode": "gem_core.rl",
+        "collect_episodes": "gem_core.rl",
+        "collect_episodes_sync": "gem_core.rl",
+    },
+)
