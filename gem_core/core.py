@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Generic, SupportsFloat, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, SupportsFloat, TypeVar
 
 from gem_core import seeding
 
@@ -59,10 +59,19 @@ class Env(Generic[ObsType, ActType]):
     Class attributes:
         metadata: free-form facts about the env (e.g. ``{"category": "game"}``).
         spec: the `EnvSpec` that built this env, set by `gem_core.make`.
+        keeps_episode_books: True when the env keeps the books `OrderEnforcing` and
+            `TimeLimit` keep, so that they can bind their ``step`` to the env's and cost
+            nothing per step: ``done`` is False after ``reset`` and becomes True exactly
+            on a step returning ``terminated`` or ``truncated`` (a layer may also set it,
+            to end the episode); ``turn`` counts the steps since ``reset`` and is
+            ``info["turn"]``; the env truncates when ``turn`` reaches ``max_turns``; and
+            ``step`` first calls ``_step_after_end()`` (which raises) when ``done`` and
+            that attribute is set. `LanguageGame` keeps them.
     """
 
     metadata: dict[str, Any] = {}
     spec: EnvSpec | None = None
+    keeps_episode_books: ClassVar[bool] = False
 
     _np_random: np.random.Generator | None = None
     _rng: random.Random | None = None

@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from gem_core.core import Env, Wrapper, find_layer
-from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
+from gem_core.errors import ClosedEnvError, ResetNeeded, check_positive_int
 
 __all__ = [
     "OrderEnforcing",
@@ -163,6 +163,12 @@ class OrderEnforcing(Wrapper):
     - ``step`` after ``terminated`` or ``truncated`` raises `ResetNeeded` (no reward is
       paid for stepping a finished episode);
     - ``reset``/``step`` after ``close`` raise `ClosedEnvError`; ``close`` twice is safe.
+
+    When the env under it keeps these books itself (``Env.keeps_episode_books``, e.g.
+    every `LanguageGame`) and only passive checkers whose checks are done lie between,
+    a ``reset`` hands the check to the env: ``step`` is then bound straight to the env's
+    own ``step``, which calls back into this layer (and raises the same errors) when it is
+    stepped after its episode ended. The layer then costs nothing per step.
     """
 
     def __init__(self, env: Env):
@@ -170,6 +176,8 @@ class OrderEnforcing(Wrapper):
         self._has_reset = False
         self._live = False  # reset, not ended, not closed: the one flag a step reads
         self._closed = False
+        # The env this layer handed its check to (see the class docstring), once fused.
+        self._books: Env | None = None
 
     @property
     def has_reset(self) -> bool:
@@ -180,8 +188,23 @@ class OrderEnforcing(Wrapper):
             raise ClosedEnvError(f"reset() called on closed env {self.env}")
         result = self.env.reset(seed=seed, options=options)
         self._has_reset = True
-        self._live = True
+        self._live = True  # while fused it stays True: the env's own flag ends the episode
+        if self._books is None:
+            self._fuse()
         return result
+
+    def _fuse(self) -> None:
+        layer = self.env
+        while type(layer) is PassiveEnvChecker and "step" in vars(layer):
+            layer = layer.env  # a checker that has bound its step to the env's
+        if (
+            not isinstance(layer, Wrapper)
+            and getattr(layer, "keeps_episode_books", False)
+            and getattr(layer, "_step_after_end", None) is None
+        ):
+            layer._step_after_end = self._refuse_step  # type: ignore[attr-defined]
+            self._books = layer
+            self.step = layer.step  # type: ignore[method-assign]
 
     def step(self, action: Any):
         if not self._live:
@@ -201,11 +224,21 @@ class OrderEnforcing(Wrapper):
             "(terminated or truncated); call env.reset() to start a new one"
         )
 
+    def _end_episode(self) -> None:
+        """End the episode for this layer (a `TimeLimit` above truncated it)."""
+        self._live = False
+        if self._books is not None:  # the env's own flag is the one its step reads
+            self._books.done = True  # type: ignore[attr-defined]
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._live = False
+        if self._books is not None:
+            vars(self).pop("step", None)
+            # A layer above that is bound to the env's step still reaches the check.
+            self._books.done = True  # type: ignore[attr-defined]
         self.env.close()
 
 
@@ -220,28 +253,62 @@ class TimeLimit(Wrapper):
     made by this layer ends the episode for the nearest `OrderEnforcing` under it (every
     `gem_core.make` stack has one), which then raises `ResetNeeded`. On its own, this layer
     keeps counting and keeps reporting ``truncated=True``. When the layer right under it
-    is an `OrderEnforcing` (the `make` stack), one call does the work of both layers.
+    is an `OrderEnforcing` (the `make` stack), one call does the work of both layers; when
+    that `OrderEnforcing` has handed its check to an env that keeps the episode books
+    itself (``Env.keeps_episode_books``) and the env's ``max_turns`` equals this layer's
+    after a ``reset``, the env truncates at the same turn and reports the same
+    ``info["turn"]``, so for that episode ``step`` is bound straight to the env's.
     """
 
     def __init__(self, env: Env, max_turns: int):
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise InvalidArgument(f"max_turns must be a positive int, got {max_turns!r}")
+        check_positive_int("max_turns", max_turns)
         super().__init__(env)
-        self.max_turns = max_turns
+        self._max_turns = max_turns
         self._elapsed = 0
         self._order: OrderEnforcing | None = find_layer(env, OrderEnforcing)
         # The OrderEnforcing right under this layer, whose checks `step` then runs inline.
         self._fused: OrderEnforcing | None = (
             env if type(env) is OrderEnforcing and "step" not in vars(env) else None
         )
+        self._books: Env | None = None  # the env whose step this layer is bound to
+
+    @property
+    def max_turns(self) -> int:
+        """The turn limit (settable; a new value applies from the current turn on)."""
+        return self._max_turns
+
+    @max_turns.setter
+    def max_turns(self, value: int) -> None:
+        check_positive_int("max_turns", value)
+        self._unfuse()
+        self._max_turns = value
 
     @property
     def elapsed_turns(self) -> int:
-        return self._elapsed
+        books = self._books
+        return self._elapsed if books is None else books.turn  # type: ignore[attr-defined]
+
+    def _unfuse(self) -> None:
+        books = self._books
+        if books is not None:
+            self._elapsed = books.turn  # type: ignore[attr-defined]
+            self._books = None
+            vars(self).pop("step", None)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._unfuse()
         self._elapsed = 0
-        return self.env.reset(seed=seed, options=options)
+        result = self.env.reset(seed=seed, options=options)
+        order = self._fused
+        books = None if order is None else order._books
+        if books is not None and not order._closed and books.max_turns == self._max_turns:  # type: ignore[attr-defined]
+            self._books = books
+            self.step = books.step  # type: ignore[method-assign]
+        return result
+
+    def close(self) -> None:
+        self._unfuse()
+        self.env.close()
 
     def step(self, action: Any):
         order = self._fused
@@ -257,8 +324,8 @@ class TimeLimit(Wrapper):
             if order is not None:
                 order._live = False
             return result
-        if elapsed >= self.max_turns:
+        if elapsed >= self._max_turns:
             if self._order is not None:
-                self._order._live = False
+                self._order._end_episode()
             return result[0], result[1], result[2], True, result[4]
         return result

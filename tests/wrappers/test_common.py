@@ -6,6 +6,9 @@ import warnings
 
 import pytest
 
+import gem_core
+from gem_core.core import find_layer
+from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded
 from gem_core.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 from tests.testing_env import GenericTestEnv, counting_step
@@ -110,6 +113,109 @@ def test_time_limit_keeps_an_env_truncation():
 def test_time_limit_rejects_bad_max_turns(bad):
     with pytest.raises(InvalidArgument, match=f"max_turns must be a positive int, got {bad!r}"):
         TimeLimit(GenericTestEnv(), max_turns=bad)
+
+
+# --- the make() stack over an env that keeps the episode books ------------------------
+class _UnfusedGuess(GuessTheNumberEnv):
+    """The same game, refusing the hand-over: the wrappers keep their own books."""
+
+    keeps_episode_books = False
+
+
+def _stack(cls, limit, game_turns=4, format_error="terminate"):
+    game = cls(min_number=1, max_number=10, max_turns=game_turns, format_error=format_error)
+    return TimeLimit(OrderEnforcing(PassiveEnvChecker(game)), max_turns=limit)
+
+
+def _play(env, actions, seeds):
+    """Every step's result (or the error a refused step raised) over several episodes."""
+    log = []
+    for seed in seeds:
+        log.append(env.reset(seed=seed))
+        for action in actions:
+            try:
+                result = env.step(action)
+            except ResetNeeded as e:
+                log.append(("refused", type(e).__name__, str(e)))
+                break
+            log.append((result, env.elapsed_turns))
+    return log
+
+
+@pytest.mark.parametrize(
+    ("limit", "game_turns", "format_error"),
+    [(4, 4, "terminate"), (4, 4, "retry"), (2, 4, "retry"), (6, 4, "retry")],
+    ids=["same-limit", "same-limit-retry", "time-limit-first", "game-limit-first"],
+)
+def test_the_stack_handing_its_books_to_the_game_plays_exactly_like_the_wrappers(limit, game_turns, format_error):
+    actions = [r"\boxed{3}", "no box", r"\boxed{3}", r"\boxed{7}", r"\boxed{99}", r"\boxed{5}", r"\boxed{1}"]
+    seeds = range(6)
+    fused_env = _stack(GuessTheNumberEnv, limit, game_turns, format_error)
+    fused = _play(fused_env, actions, seeds)
+    plain = _play(_stack(_UnfusedGuess, limit, game_turns, format_error), actions, seeds)
+    assert [repr(x) for x in fused] == [repr(x).replace("_UnfusedGuess", "GuessTheNumberEnv") for x in plain]
+    assert any(entry[0] == "refused" for entry in fused), "no episode ended before the actions ran out"
+    # With equal limits even TimeLimit hands over; otherwise only OrderEnforcing does, once
+    # the checker has seen an episode of the game end (which a shorter TimeLimit prevents).
+    assert (fused_env.step == fused_env.unwrapped.step) is (limit == game_turns)
+    assert (fused_env.env.step == fused_env.unwrapped.step) is (limit >= game_turns)
+
+
+@pytest.mark.parametrize("env_id", ["game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-random"])
+def test_make_stack_of_a_game_costs_no_frame_per_step_once_checked(env_id):
+    env = gem_core.make(env_id)
+    env.reset(seed=0)
+    while not any(env.step(r"\boxed{0}")[2:4]):  # an invalid guess; the episode ends by the limit
+        pass
+    env.reset(seed=1)
+    assert env.step == env.unwrapped.step, "make()'s layers still run a Python frame per step"
+    with pytest.raises(ResetNeeded, match=r"step\(\) called after the episode of .* ended"):
+        while True:
+            env.step("no box")  # a format error ends the episode; the next step is refused
+    turns = env.unwrapped.turn
+    assert env.get_wrapper_attr("elapsed_turns") == turns if env_id.endswith("easy") else turns == 1
+
+
+@pytest.mark.parametrize("close", ["outer", "order-enforcing"])
+def test_a_handed_over_stack_refuses_steps_after_close(close):
+    env = gem_core.make("game:GuessTheNumber-v0-easy")
+    for seed in range(3):  # the hand-over happens at a reset once the checker is done
+        env.reset(seed=seed)
+        env.step("no box")
+    env.reset(seed=3)
+    (env if close == "outer" else find_layer(env, OrderEnforcing)).close()
+    with pytest.raises(ClosedEnvError, match=r"step\(\) called on closed env"):
+        env.step(r"\boxed{5}")
+    with pytest.raises(ClosedEnvError, match=r"reset\(\) called on closed env"):
+        env.reset()
+
+
+def test_time_limit_max_turns_set_mid_episode_applies_to_a_handed_over_stack():
+    env = gem_core.make("game:GuessTheNumber-v0-hard")  # 7 turns
+    for seed in range(3):
+        env.reset(seed=seed)
+        env.step("no box")
+    env.reset(seed=3)
+    env.step(r"\boxed{0}")
+    env.set_wrapper_attr("max_turns", 2)
+    result = env.step(r"\boxed{0}")
+    assert (result[3], result[4]["turn"], env.get_wrapper_attr("elapsed_turns")) == (True, 2, 2)
+    with pytest.raises(ResetNeeded, match=r"step\(\) called after the episode of .* ended"):
+        env.step(r"\boxed{0}")
+    with pytest.raises(InvalidArgument, match="max_turns must be a positive int, got 0"):
+        env.set_wrapper_attr("max_turns", 0)
+
+
+def test_a_time_limit_over_a_handed_over_stack_with_a_layer_between_still_ends_the_episode():
+    inner = OrderEnforcing(GuessTheNumberEnv(min_number=1, max_number=10, max_turns=9))
+    inner.reset(seed=0)  # hands its check to the game
+    env = TimeLimit(PassiveEnvChecker(inner), max_turns=2)
+    env.reset(seed=1)
+    env.step(r"\boxed{0}")
+    assert env.step(r"\boxed{0}")[3] is True
+    with pytest.raises(ResetNeeded, match=r"step\(\) called after the episode of .* ended"):
+        env.step(r"\boxed{0}")
+    assert env.unwrapped.turn == 2, "the truncated episode was stepped again"
 
 
 # --- PassiveEnvChecker ---------------------------------------------------------------

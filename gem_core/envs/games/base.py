@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -164,6 +165,10 @@ class LanguageGame(Env[str, str]):
 
     title: ClassVar[str] = "Game"
     metadata = {"category": "game"}
+    # `turn`, `done` and `max_turns` are the episode books of `Env.keeps_episode_books`;
+    # `_step_after_end` is set by the `OrderEnforcing` that hands its check to this game.
+    keeps_episode_books = True
+    _step_after_end: Callable[[], None] | None = None
 
     def __init__(
         self,
@@ -243,6 +248,8 @@ class LanguageGame(Env[str, str]):
         return f"{self.instructions()}\n\n{self.render()}", {"turn": 0, "success": False}
 
     def step(self, action: str):
+        if self.done and self._step_after_end is not None:
+            self._step_after_end()  # raises: the episode of the wrapping stack has ended
         self.turn = turn = self.turn + 1
         # No length limit here: an over-long box is reported as unreadable, not skipped.
         content = extract_boxed(action, None)
