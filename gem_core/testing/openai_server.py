@@ -17,11 +17,11 @@ Example::
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from gem_core.testing.http_server import Request, ScriptedHTTPServer
 
 __all__ = ["FakeOpenAIServer", "message_text"]
 
@@ -44,7 +44,7 @@ def message_text(message: dict) -> str:
     return " ".join(p["text"] for p in content if p.get("type") == "text")
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ScriptedHTTPServer):
     """A ``/v1/completions`` and ``/v1/chat/completions`` server on 127.0.0.1.
 
     Routes: a POST whose path ends in ``/chat/completions`` is a chat request, one ending
@@ -113,10 +113,10 @@ class FakeOpenAIServer:
         chat_reply: Callable[[list[dict]], str] | None = None,
         chat_usage: tuple[int, int] | None = None,
     ):
+        super().__init__()
         self.policy = policy
         self.chat_reply = chat_reply
         self.chat_usage = chat_usage
-        self.script: list[str] = []
         self.requests: list[dict] = []
         self.paths: list[str] = []
         self.answers: list[tuple[dict, dict]] = []
@@ -125,34 +125,7 @@ class FakeOpenAIServer:
         self.token_ids = "ok"
         self.delay = 0.0
         self.refuse: int | None = None
-        self.release = threading.Event()
-        self.lock = threading.Lock()
-        self.killed = False
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def kill(self) -> None:
-        """Stop serving: from now on connections are refused (a server that died)."""
-        if not self.killed:
-            self.killed = True
-            self.release.set()
-            self.httpd.shutdown()
-            self.httpd.server_close()
-
-    def close(self) -> None:
-        """Stop serving and release the ``"hang"`` answers (idempotent)."""
-        self.kill()
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.base_url = self.address + "/v1"
 
     # --- answers ---------------------------------------------------------------------------
     def _sampling(self, body: dict) -> Any:
@@ -214,112 +187,92 @@ class FakeOpenAIServer:
                                 "total_tokens": usage[0] + usage[1]}
         return payload
 
+    # --- requests --------------------------------------------------------------------------
+    def handle_get(self, request: Request) -> None:
+        """``GET .../models`` lists the model ``tiny``; anything else is 404."""
+        if request.path.rstrip("/").endswith("/models"):
+            return request.reply(200, b'{"object": "list", "data": [{"id": "tiny"}]}')
+        request.reply(404, b'{"error": "not found"}')
 
-def _handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    """The request handler class bound to ``server``."""
+    def handle_post(self, request: Request) -> None:
+        """Route, record and answer one POST (see the class docstring)."""
+        body = json.loads(request.read_body())
+        with self.lock:
+            self.headers.append(dict(request.headers))
+        if self.refuse is not None:
+            return request.reply(self.refuse, b'{"error": "refused"}')
+        route = request.path.rstrip("/")
+        is_chat = route.endswith("/chat/completions")
+        if not is_chat and not route.endswith("/completions"):
+            return request.reply(404, b'{"error": "no such route"}')
+        if not is_chat and isinstance(body.get("prompt"), list) and self.token_ids != "ok":
+            return self._token_ids_refused(request)
+        with self.lock:
+            if body.get("max_tokens") == 1:
+                self.probes.append(body)
+                mode = "ok"
+            else:
+                self.requests.append(body)
+                self.paths.append(request.path)
+                mode = self.script.pop(0) if self.script else self.default
+        if self.delay:
+            time.sleep(self.delay)
+        if mode == "hang":
+            return self.hang()
+        if mode.startswith("http"):
+            return request.reply(int(mode[4:]), b'{"error": "scripted failure"}')
+        if mode == "badjson":
+            return request.reply(200, b"{not json at all")
+        if mode == "nochoices":
+            return request.reply(200, b'{"choices": []}')
+        if mode.startswith("raw:"):
+            return request.reply(200, mode[4:].encode())
+        if mode == "context":
+            return request.reply(400, json.dumps(
+                {"object": "error", "message": CONTEXT_ERROR, "code": 400}).encode())
+        if mode in ("cut", "trickle", "nolength"):
+            return self._misbehave(request, mode)
+        if is_chat and mode == "nomessage":
+            return request.reply(200, b'{"choices": [{"index": 0, "text": "hi"}]}')
+        try:
+            payload = self.chat(body, mode) if is_chat else self.completion(body, mode)
+        except _NoAnswer as e:  # a test set up without a model: say so in the answer
+            return request.reply(500, json.dumps({"error": str(e)}).encode())
+        if is_chat and body.get("max_tokens") != 1:
+            with self.lock:
+                self.answers.append((body, payload))
+        request.reply(200, json.dumps(payload).encode())
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
+    def _token_ids_refused(self, request: Request) -> None:
+        if self.token_ids == "404":
+            return request.reply(404, b'{"detail": "Not Found"}')
+        if self.token_ids == "422":
+            return request.reply(422, json.dumps({"detail": [{
+                "type": "string_type", "loc": ["body", "prompt"],
+                "msg": "Input should be a valid string"}]}).encode())
+        request.reply(200, json.dumps({"object": "text_completion", "choices": [{
+            "index": 0, "text": "Hi", "finish_reason": "length", "logprobs": None}]}).encode())
+
+    def _misbehave(self, request: Request, mode: str) -> None:
+        body = json.dumps(
+            {"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}],
+             "pad": " " * (20_000 if mode == "nolength" else 200)}
+        ).encode()
+        try:
+            request.send_response(200)
+            request.send_header("Content-Type", "application/json")
+            if mode != "nolength":
+                request.send_header("Content-Length", str(len(body)))
+            request.end_headers()
+            if mode == "cut":
+                request.wfile.write(body[: len(body) // 2])
+            elif mode == "nolength":
+                request.wfile.write(body)
+            else:
+                for i in range(len(body)):
+                    if self.release.wait(0.02):
+                        return
+                    request.wfile.write(body[i : i + 1])
+                    request.wfile.flush()
+        except OSError:
             pass
-
-        def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
-                return self.reply(200, b'{"object": "list", "data": [{"id": "tiny"}]}')
-            self.reply(404, b'{"error": "not found"}')
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with server.lock:
-                server.headers.append(dict(self.headers))
-            if server.refuse is not None:
-                return self.reply(server.refuse, b'{"error": "refused"}')
-            route = self.path.rstrip("/")
-            is_chat = route.endswith("/chat/completions")
-            if not is_chat and not route.endswith("/completions"):
-                return self.reply(404, b'{"error": "no such route"}')
-            if not is_chat and isinstance(body.get("prompt"), list) and server.token_ids != "ok":
-                return self.token_ids_refused()
-            with server.lock:
-                if body.get("max_tokens") == 1:
-                    server.probes.append(body)
-                    mode = "ok"
-                else:
-                    server.requests.append(body)
-                    server.paths.append(self.path)
-                    mode = server.script.pop(0) if server.script else "ok"
-            if server.delay:
-                time.sleep(server.delay)
-            if mode == "hang":
-                server.release.wait(30)
-                return
-            if mode.startswith("http"):
-                return self.reply(int(mode[4:]), b'{"error": "scripted failure"}')
-            if mode == "badjson":
-                return self.reply(200, b"{not json at all")
-            if mode == "nochoices":
-                return self.reply(200, b'{"choices": []}')
-            if mode.startswith("raw:"):
-                return self.reply(200, mode[4:].encode())
-            if mode == "context":
-                return self.reply(400, json.dumps(
-                    {"object": "error", "message": CONTEXT_ERROR, "code": 400}).encode())
-            if mode in ("cut", "trickle", "nolength"):
-                return self.misbehave(mode)
-            if is_chat and mode == "nomessage":
-                return self.reply(200, b'{"choices": [{"index": 0, "text": "hi"}]}')
-            try:
-                payload = server.chat(body, mode) if is_chat else server.completion(body, mode)
-            except _NoAnswer as e:  # a test set up without a model: say so in the answer
-                return self.reply(500, json.dumps({"error": str(e)}).encode())
-            if not is_chat:
-                return self.reply(200, json.dumps(payload).encode())
-            if body.get("max_tokens") != 1:
-                with server.lock:
-                    server.answers.append((body, payload))
-            self.reply(200, json.dumps(payload).encode())
-
-        def token_ids_refused(self) -> None:
-            if server.token_ids == "404":
-                return self.reply(404, b'{"detail": "Not Found"}')
-            if server.token_ids == "422":
-                return self.reply(422, json.dumps({"detail": [{
-                    "type": "string_type", "loc": ["body", "prompt"],
-                    "msg": "Input should be a valid string"}]}).encode())
-            self.reply(200, json.dumps({"object": "text_completion", "choices": [{
-                "index": 0, "text": "Hi", "finish_reason": "length", "logprobs": None}]}).encode())
-
-        def reply(self, code: int, payload: bytes) -> None:
-            try:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:  # the client gave up (timeout)
-                pass
-
-        def misbehave(self, mode: str) -> None:
-            body = json.dumps(
-                {"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}],
-                 "pad": " " * (20_000 if mode == "nolength" else 200)}
-            ).encode()
-            try:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                if mode != "nolength":
-                    self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if mode == "cut":
-                    self.wfile.write(body[: len(body) // 2])
-                elif mode == "nolength":
-                    self.wfile.write(body)
-                else:
-                    for i in range(len(body)):
-                        if server.release.wait(0.02):
-                            return
-                        self.wfile.write(body[i : i + 1])
-                        self.wfile.flush()
-            except OSError:
-                pass
-
-    return Handler
