@@ -1,6 +1,6 @@
 # Launch on one node with 8 GPUs (OpenRLHF 0.11 with vLLM and flash-attn, plus gem-core and gem-openrlhf):
 #
-#     pip install -e . "openrlhf[vllm]>=0.11.2,<0.12" && pip install --no-deps -e integrations/openrlhf
+#     pip install -e . "openrlhf[vllm]>=0.11.2,<0.12" "tyro>=0.9" && pip install --no-deps -e integrations/openrlhf
 #     ray start --head --node-ip-address 127.0.0.1 --num-gpus 8
 #     python recipes/openrlhf_rebn.py --model-path Qwen/Qwen3-1.7B --n-gpus-per-node 8
 #
@@ -33,17 +33,12 @@ Outputs: OpenRLHF's (console; ``-- --logger.wandb.key KEY`` for wandb), the mode
 
 from __future__ import annotations
 
-import argparse
-import ast
-import dataclasses
-import inspect
 import json
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 
 @dataclass
@@ -97,56 +92,48 @@ class Args:
     dry_run: bool = False
     """write the dataset, check and print the command with OpenRLHF's parser, do not launch"""
 
+    # Derived sizes: computed right after parsing (`parse_args`), not options.
+    vllm_num_engines: int = field(init=False, default=0)
+    """vLLM engines (--vllm.num_engines): the GPUs, --nnodes x --n-gpus-per-node, over --vllm-tensor-parallel-size"""
 
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field (the CleanRL/tyro convention), by name."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
-                docs[node.target.id] = " ".join(str(nxt.value.value).split())
-    return docs
+
+def args_problem(args: Args) -> str | None:
+    """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
+    if not 0.0 <= args.gamma <= 1.0:
+        return f"--gamma must be in [0, 1], got {args.gamma}"
+    for name in (
+        "train_seeds", "max_tokens_per_turn", "max_len", "rollout_batch_size", "n_samples_per_prompt",
+        "train_batch_size", "num_episodes", "n_gpus_per_node", "nnodes", "vllm_tensor_parallel_size",
+    ):  # fmt: skip
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
+    if args.max_tokens_per_turn >= args.max_len:
+        return f"--max-tokens-per-turn ({args.max_tokens_per_turn}) must be below --max-len ({args.max_len})"
+    if (args.n_gpus_per_node * args.nnodes) % args.vllm_tensor_parallel_size:
+        return (
+            f"--vllm-tensor-parallel-size ({args.vllm_tensor_parallel_size}) must divide the GPUs "
+            f"({args.nnodes} x {args.n_gpus_per_node})"
+        )
+    return None
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
-    """`Args` from ``--kebab-case`` options; everything after ``--`` is extra OpenRLHF flags."""
+    """`Args` from ``--kebab-case`` options with tyro (each one's help is the docstring under
+    its field); everything after ``--`` is extra OpenRLHF flags. Exits 2 with a message on a
+    bad combination; then computes the derived sizes."""
+    import tyro
+
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    docs = field_docs(Args)
-    scalars = {"int": int, "float": float, "str": str}
-    for f in dataclasses.fields(Args):
-        flag, kind = "--" + f.name.replace("_", "-"), str(f.type).replace(" ", "")
-        if kind == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
-            continue
-        optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
-
-        def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
-            return None if optional and text.lower() == "none" else base(text)
-
-        convert.__name__ = base.__name__
-        parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
-    args = Args(**vars(parser.parse_args(argv)))
-    if not 0.0 <= args.gamma <= 1.0:
-        parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
-    for name in ("train_seeds", "max_tokens_per_turn", "max_len", "rollout_batch_size", "n_samples_per_prompt",
-                 "train_batch_size", "num_episodes", "n_gpus_per_node", "nnodes", "vllm_tensor_parallel_size"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.max_tokens_per_turn >= args.max_len:
-        parser.error(f"--max-tokens-per-turn ({args.max_tokens_per_turn}) must be below --max-len ({args.max_len})")
-    if (args.n_gpus_per_node * args.nnodes) % args.vllm_tensor_parallel_size:
-        parser.error(
-            f"--vllm-tensor-parallel-size ({args.vllm_tensor_parallel_size}) must divide the GPUs "
-            f"({args.nnodes} x {args.n_gpus_per_node})"
-        )
+    args = tyro.cli(Args, args=argv, description=(__doc__ or "").split("\n\n")[0])
+    problem = args_problem(args)
+    if problem is not None:
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    args.vllm_num_engines = args.n_gpus_per_node * args.nnodes // args.vllm_tensor_parallel_size
     return args, extra
 
 
@@ -168,7 +155,6 @@ def openrlhf_flags(args: Args, train: Path, evaluation: Path | None) -> list[str
     """The flags of OpenRLHF's ``train_ppo_ray`` for this run."""
     from gem_openrlhf.train import AGENT_FILE
 
-    gpus = args.n_gpus_per_node * args.nnodes
     flags = [
         # ReBN: gem-openrlhf's advantage step; "reinforce" only satisfies OpenRLHF's parser.
         "--algo.advantage.estimator", "reinforce",
@@ -195,7 +181,7 @@ def openrlhf_flags(args: Args, train: Path, evaluation: Path | None) -> list[str
         # The GPU layout: actor and vLLM engines colocated on every GPU.
         "--actor.num_nodes", str(args.nnodes),
         "--actor.num_gpus_per_node", str(args.n_gpus_per_node),
-        "--vllm.num_engines", str(gpus // args.vllm_tensor_parallel_size),
+        "--vllm.num_engines", str(args.vllm_num_engines),
         "--vllm.tensor_parallel_size", str(args.vllm_tensor_parallel_size),
         "--vllm.gpu_memory_utilization", str(args.vllm_gpu_memory_utilization),
         "--train.colocate_all",
