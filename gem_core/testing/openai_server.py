@@ -47,7 +47,8 @@ def message_text(message: dict) -> str:
 class FakeOpenAIServer(ScriptedHTTPServer):
     """A ``/v1/completions`` and ``/v1/chat/completions`` server on 127.0.0.1.
 
-    Routes: a POST whose path ends in ``/chat/completions`` is a chat request, one ending
+    A `ScriptedHTTPServer` (``script``, ``release``, ``lock``, ``kill``/``close``, a context
+    manager). Routes: a POST whose path ends in ``/chat/completions`` is a chat request, one ending
     in ``/completions`` a completion request (token-id or text prompt), anything else gets
     HTTP 404; ``GET .../models`` lists the model ``tiny``.
 
