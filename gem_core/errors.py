@@ -1,6 +1,7 @@
 """The one exception hierarchy of gem_core: every error it raises derives from `Error`, every
 warning from `GemWarning`; `check_positive_int` and `check_positive_number` are the argument
-checks that raise `InvalidArgument`.
+checks that raise `InvalidArgument`; `import_optional` imports an optional dependency or raises
+`DependencyNotInstalled`.
 
 Errors of a subsystem live here too (`PolicyError`, `GraderUnavailable`, ...); the modules
 that raise them re-export them, so ``from gem_core.rl.sampling import PolicyError`` still works.
@@ -10,6 +11,9 @@ a ``TypeError``, `UsageError` a ``RuntimeError``).
 """
 
 from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 __all__ = [
     "Error",
@@ -49,6 +53,7 @@ __all__ = [
     "TemplateRewriteWarning",
     "check_positive_int",
     "check_positive_number",
+    "import_optional",
 ]
 
 
@@ -308,3 +313,20 @@ def check_positive_number(name: str, value: object, *, allow_none: bool = False)
         expected = "a positive number or None" if allow_none else "a positive number"
         raise InvalidArgument(f"{name} must be {expected}, got {value!r}")
     return value
+
+
+# ----------------------------------------------------------------------------- optional dependencies
+
+
+def import_optional(package: str, *, extra: str | None = None, purpose: str | None = None) -> ModuleType:
+    """The module ``package``, imported; `DependencyNotInstalled` (naming the ``pip install``
+    command) when it cannot be imported.
+
+    Args:
+        package: the import name, e.g. ``"ray"``.
+        extra, purpose: as in `DependencyNotInstalled`.
+    """
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        raise DependencyNotInstalled(package, extra=extra, purpose=purpose) from e

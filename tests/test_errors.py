@@ -15,7 +15,7 @@ from gem_core import errors
 def test_every_public_error_derives_from_error():
     for name in errors.__all__:
         cls = getattr(errors, name)
-        if name in ("check_positive_int", "check_positive_number"):
+        if name in ("check_positive_int", "check_positive_number", "import_optional"):
             assert callable(cls)
         elif issubclass(cls, Warning):
             assert issubclass(cls, errors.GemWarning), f"{name} does not derive from gem_core.errors.GemWarning"
@@ -233,3 +233,13 @@ def test_bad_user_input_raises_the_hierarchys_class(call, cls, builtin, message,
     with pytest.raises(cls, match=message) as info:
         call(*args)
     assert isinstance(info.value, builtin)
+
+
+def test_import_optional_returns_the_module_or_names_the_pip_extra(monkeypatch):
+    import json
+
+    assert _errors.import_optional("json") is json
+    monkeypatch.setitem(__import__("sys").modules, "gem_core_absent_dep", None)
+    with pytest.raises(_errors.DependencyNotInstalled, match=r'for the tests\. Install it with: pip install "gem-core\[x\]"') as info:
+        _errors.import_optional("gem_core_absent_dep", extra="x", purpose="the tests")
+    assert isinstance(info.value, ImportError) and isinstance(info.value.__cause__, ImportError)

@@ -8,7 +8,7 @@ import socket
 import threading
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, InvalidArgument, RayConnectionError
+from gem_core.errors import InvalidArgument, RayConnectionError, import_optional
 
 __all__ = ["RayConnectionError", "import_ray", "connect", "DEFAULT_CONNECT_TIMEOUT"]
 
@@ -18,13 +18,7 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 
 def import_ray() -> Any:
     """The ``ray`` module, or `DependencyNotInstalled` naming ``gem-core[ray]``."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise DependencyNotInstalled(
-            "ray", extra="ray", purpose="running envs on Ray actors (gem_core.distributed)"
-        ) from exc
-    return ray
+    return import_optional("ray", extra="ray", purpose="running envs on Ray actors (gem_core.distributed)")
 
 
 def _split_address(address: str) -> tuple[str, int] | None:

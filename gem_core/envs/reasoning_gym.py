@@ -47,6 +47,7 @@ from gem_core.errors import (
     InvalidArgument,
     ResetNeeded,
     check_positive_int,
+    import_optional,
 )
 from gem_core.grading.extract import boxed_span, tagged_span
 from gem_core.grading.rg import RGScore, dataset_pickle, get_scorer
@@ -190,13 +191,7 @@ def reference_action(entry: dict[str, Any], name: str | None = None) -> str | No
 
 
 def _import_reasoning_gym() -> Any:
-    try:
-        import reasoning_gym
-    except ImportError as e:
-        raise DependencyNotInstalled(
-            "reasoning_gym", extra="reasoning", purpose="the ReasoningGym envs (rg:*)"
-        ) from e
-    return reasoning_gym
+    return import_optional("reasoning_gym", extra="reasoning", purpose="the ReasoningGym envs (rg:*)")
 
 
 def _installed_version(rg: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from gem_core.errors import DependencyNotInstalled, InvalidArgument
+from gem_core.errors import InvalidArgument, import_optional
 from gem_core.rl.packing import pack_turns
 from gem_core.rl.types import Episode
 
@@ -72,12 +72,7 @@ class TrainingBatch:
 
     def to_torch(self, device: Any = "cpu") -> dict[str, Any]:
         """The arrays as torch tensors on ``device`` (a dict keyed by field name)."""
-        try:
-            import torch
-        except ImportError:
-            raise DependencyNotInstalled(
-                "torch", extra="rl", purpose="TrainingBatch.to_torch"
-            ) from None
+        torch = import_optional("torch", extra="rl", purpose="TrainingBatch.to_torch")
         return {
             name: torch.from_numpy(np.ascontiguousarray(getattr(self, name))).to(device)
             for name in self.__slots__

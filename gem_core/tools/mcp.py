@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from gem_core.errors import (
-    DependencyNotInstalled,
     InvalidArgument,
     InvalidArgumentType,
     MCPConnectionError,
+    import_optional,
 )
 from gem_core.tools._text import MAX_JSON_CHARS, MAX_JSON_DEPTH, JSONLimitError, loads_bounded
 from gem_core.tools.base import Tool, ToolCall, ToolResult
@@ -42,11 +42,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _import_mcp() -> Any:
-    try:
-        import mcp
-    except ImportError as exc:
-        raise DependencyNotInstalled("mcp", extra="mcp", purpose="MCP tools") from exc
-    return mcp
+    return import_optional("mcp", extra="mcp", purpose="MCP tools")
 
 
 def _leaf(exc: BaseException) -> BaseException:

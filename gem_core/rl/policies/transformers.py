@@ -8,20 +8,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from gem_core.errors import DependencyNotInstalled, InvalidArgument, check_positive_int
+from gem_core.errors import InvalidArgument, check_positive_int, import_optional
 from gem_core.rl.sampling import GenerationResult, PolicyError, SamplingParams
 
 __all__ = ["TransformersPolicy", "sequence_logprobs"]
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise DependencyNotInstalled(
-            "torch", extra="rl", purpose="local transformers policies"
-        ) from None
-    return torch
+    return import_optional("torch", extra="rl", purpose="local transformers policies")
 
 
 def sequence_logprobs(
@@ -101,12 +95,7 @@ class TransformersPolicy:
         stop_token_ids: Sequence[int] | None = None,
     ):
         torch = _torch()
-        try:
-            import transformers
-        except ImportError:
-            raise DependencyNotInstalled(
-                "transformers", extra="rl", purpose="local transformers policies"
-            ) from None
+        transformers = import_optional("transformers", extra="rl", purpose="local transformers policies")
         if isinstance(model, (str, os.PathLike)):
             path = model
             model = transformers.AutoModelForCausalLM.from_pretrained(path)
