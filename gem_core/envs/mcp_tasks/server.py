@@ -453,36 +453,24 @@ class Shop:
             raise ShopError(
                 f"quantity (the new stock level) must be an integer >= 0, got {quantity!r}"
             )
-        conn = self._connect()
-        try:
-            product = self._product(conn, sku)
-            with conn:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(
-                    "UPDATE products SET stock = ? WHERE id = ?", (quantity, product["id"])
-                )
-            return _json({"sku": product["sku"], "old_stock": product["stock"], "stock": quantity})
-        finally:
-            conn.close()
+        return self._set_product_field(sku, "stock", quantity)
 
     def update_price(self, sku: str, price_cents: int) -> str:
         if isinstance(price_cents, bool) or not isinstance(price_cents, int) or price_cents < 1:
             raise ShopError(f"price_cents must be an integer >= 1, got {price_cents!r}")
+        return self._set_product_field(sku, "price_cents", price_cents)
+
+    def _set_product_field(self, sku: str, column: str, value: int) -> str:
+        """Set ``products.<column>`` of ``sku`` in one transaction; the reply names the old and
+        new values (``old_<column>``, ``<column>``)."""
+        assert column in ("stock", "price_cents")  # a fixed name, never model text
         conn = self._connect()
         try:
             product = self._product(conn, sku)
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute(
-                    "UPDATE products SET price_cents = ? WHERE id = ?", (price_cents, product["id"])
-                )
-            return _json(
-                {
-                    "sku": product["sku"],
-                    "old_price_cents": product["price_cents"],
-                    "price_cents": price_cents,
-                }
-            )
+                conn.execute(f"UPDATE products SET {column} = ? WHERE id = ?", (value, product["id"]))
+            return _json({"sku": product["sku"], f"old_{column}": product[column], column: value})
         finally:
             conn.close()
 
