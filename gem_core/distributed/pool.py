@@ -12,7 +12,7 @@ import pickle
 import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from gem_core.core import Env
 from gem_core.distributed._ray import DEFAULT_CONNECT_TIMEOUT, connect
@@ -42,6 +42,21 @@ def _raised(exc: BaseException) -> tuple[Any, ...]:
         message = f"<unprintable {type(exc).__name__}>"
     exc.__traceback__ = None
     return ("raise", exc if _roundtrips(exc) else None, type(exc).__name__, message, traceback.format_exc())
+
+
+def _reraise(reply: tuple[Any, ...], *, note: str, prefix: str) -> NoReturn:
+    """Raise the exception of a `_raised` reply, its remote traceback in a note
+    ``"({note}; remote traceback: ...)"``, or, when it did not travel, a `WorkerError`
+    ``"{prefix}{type}: {message}"``."""
+    _, exc, exc_type, message, remote_tb = reply
+    if isinstance(exc, BaseException):
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"({note}; remote traceback:\n{remote_tb.rstrip()})")
+        raise exc
+    raise WorkerError(
+        f"{prefix}{exc_type}: {message}",
+        exc_type=exc_type, remote_message=message, remote_traceback=remote_tb,
+    )
 
 
 class _EnvHost:
@@ -201,15 +216,7 @@ class RemoteEnv(Env):
             return reply[1]
         self.broken = True
         if kind == "raise":
-            _, exc, exc_type, message, remote_tb = reply
-            if isinstance(exc, BaseException):
-                if hasattr(exc, "add_note"):
-                    exc.add_note(f"(raised in {where}; remote traceback:\n{remote_tb.rstrip()})")
-                raise exc
-            raise WorkerError(
-                f"{where} raised {exc_type}: {message}",
-                exc_type=exc_type, remote_message=message, remote_traceback=remote_tb,
-            )
+            _reraise(reply, note=f"raised in {where}", prefix=f"{where} raised ")
         if kind == "unpicklable":
             _, exc_type, message = reply
             raise WorkerError(
@@ -466,14 +473,10 @@ class _PoolSession:
             if reply[0] != "ok":
                 with pool._lock:
                     actor.in_use -= 1
-                _, exc, exc_type, message, remote_tb = reply
-                if isinstance(exc, BaseException):
-                    if hasattr(exc, "add_note"):
-                        exc.add_note(f"(raised while {actor.label} built the env; remote traceback:\n{remote_tb.rstrip()})")
-                    raise exc
-                raise WorkerError(
-                    f"{actor.label} could not build an env for {source!r}: {exc_type}: {message}",
-                    exc_type=exc_type, remote_message=message, remote_traceback=remote_tb,
+                _reraise(
+                    reply,
+                    note=f"raised while {actor.label} built the env",
+                    prefix=f"{actor.label} could not build an env for {source!r}: ",
                 )
             env = RemoteEnv(pool, actor, reply[1], reply[2])
             pool.built += 1
