@@ -223,8 +223,14 @@ class LanguageGame(Env[str, str]):
         """
         raise NotImplementedError
 
-    def apply_move(self, move: Any) -> MoveResult:
-        """Validate and apply a parsed move."""
+    def apply_move(self, move: Any) -> MoveResult | tuple[str, float]:
+        """Validate and apply a parsed move.
+
+        Returns:
+            A `MoveResult`; or, for a valid move that does not end the game, the pair
+            ``(feedback, reward)``, short for ``MoveResult(feedback, reward)`` and cheaper
+            on the hot path.
+        """
         raise NotImplementedError
 
     def state_summary(self) -> str:
@@ -252,7 +258,17 @@ class LanguageGame(Env[str, str]):
             self._step_after_end()  # raises: the episode of the wrapping stack has ended
         self.turn = turn = self.turn + 1
         # No length limit here: an over-long box is reported as unreadable, not skipped.
-        content = extract_boxed(action, None)
+        # The fast path of `extract_boxed`, inline (a flat last box: the common move).
+        if type(action) is str:
+            _, opener, tail = action.rpartition("\\boxed{")
+            if opener and "\\" not in tail:
+                content, close, _ = tail.partition("}")
+                if not close or "{" in content:
+                    content = extract_boxed(action, None)
+            else:
+                content = extract_boxed(action, None)
+        else:
+            content = None
         if content is None or len(content) > MAX_BOX_CHARS:
             return self._format_error(action, content)
         try:
@@ -263,26 +279,33 @@ class LanguageGame(Env[str, str]):
             return self._format_error(action, content)
 
         result = self.apply_move(move)
-        terminated = result.terminated
-        self.success = success = bool(result.success) if terminated else False
+        if type(result) is tuple:  # (feedback, reward): a valid move that does not end the game
+            feedback, reward = result
+            terminated = invalid = False
+        else:
+            feedback, reward, terminated, invalid = (
+                result.feedback, result.reward, result.terminated, result.invalid
+            )
         if terminated:
+            self.success = success = bool(result.success)
             self.done = True
-            obs = result.feedback
+            obs = feedback
             truncated = False
         else:
+            self.success = success = False
             truncated = turn >= self.max_turns
             self.done = truncated
-            obs = f"{result.feedback}\n\n{self.render()}"
+            obs = f"{feedback}\n\n{self.render()}"
             if truncated:
                 obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
         info = {
             "success": success,
             "turn": turn,
             "format_error": False,
-            "invalid_action": result.invalid,
+            "invalid_action": invalid,
             "parsed_action": content,
         }
-        return obs, float(result.reward), terminated, truncated, info
+        return obs, reward if type(reward) is float else float(reward), terminated, truncated, info
 
     def _format_error(self, action: Any, content: str | None):
         if not isinstance(action, str):

@@ -103,7 +103,7 @@ class GuessTheNumberEnv(LanguageGame):
                 return None
         return int(content)
 
-    def apply_move(self, guess: int) -> MoveResult:
+    def apply_move(self, guess: int) -> MoveResult | tuple[str, float]:
         if guess < self.min_number or guess > self.max_number:
             return MoveResult(
                 f"Turn {self.turn}: {guess} is outside the range {self.min_number}-{self.max_number}.",
@@ -135,7 +135,7 @@ class GuessTheNumberEnv(LanguageGame):
         self._guessed.add(guess)
         history = self._history
         self._history = f"{history}, {guess} ({hint})" if history else f"{guess} ({hint})"
-        return MoveResult(
+        return (  # MoveResult(feedback, reward), the cheap way
             f"Turn {self.turn}: you guessed {guess}; the target is {hint} than {guess}.",
             self.progress_scale * removed / self._size,
         )

@@ -172,7 +172,7 @@ class MastermindEnv(LanguageGame):
             return None
         return tuple(map(int, tokens))
 
-    def apply_move(self, guess: tuple[int, ...]) -> MoveResult:
+    def apply_move(self, guess: tuple[int, ...]) -> MoveResult | tuple[str, float]:
         valid = _valid_codes(self.code_length, self.num_numbers)
         if valid is not None:
             ok = guess in valid
@@ -208,7 +208,7 @@ class MastermindEnv(LanguageGame):
         if black > self.best_black:
             reward = self.progress_scale * (black - self.best_black) / self.code_length
             self.best_black = black
-        return MoveResult(
+        return (  # MoveResult(feedback, reward), the cheap way
             f"Turn {self.turn}: your guess {shown} gets {black} black peg(s) and {white} white peg(s).", reward
         )
 

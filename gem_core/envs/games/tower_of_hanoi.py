@@ -198,7 +198,7 @@ class TowerofHanoiEnv(LanguageGame):
             target = _last_peg(sc)
         return None if target is None else (source.upper(), target.upper())
 
-    def apply_move(self, move: tuple[str, str]) -> MoveResult:
+    def apply_move(self, move: tuple[str, str]) -> MoveResult | tuple[str, float]:
         s, t = move
         si, ti = _INDEX.get(s), _INDEX.get(t)
         if si is None or ti is None:
@@ -231,7 +231,7 @@ class TowerofHanoiEnv(LanguageGame):
                 success=True,
             )
         reward = self.progress_scale * (before - self.distance) / ((1 << self.num_disks) - 1)
-        return MoveResult(f"Turn {self.turn}: you moved disk {disk} from {s} to {t}.", reward)
+        return f"Turn {self.turn}: you moved disk {disk} from {s} to {t}.", reward  # MoveResult(feedback, reward)
 
     def _invalid(self, why: str) -> MoveResult:
         return MoveResult(

@@ -1,0 +1,93 @@
+"""Tests for gem_core.envs.games.base: the step flow every game shares."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gem_core.envs.games.base import MAX_BOX_CHARS, LanguageGame, MoveResult
+from gem_core.grading.extract import extract_boxed
+
+
+class _EchoGame(LanguageGame):
+    """Every box content is a move; ``"win"`` wins, ``"bad"`` is invalid, the rest are plain moves."""
+
+    title = "Echo"
+
+    def __init__(self, *, shorthand: bool = False, reward: float = 0.25, **kwargs):
+        super().__init__(max_turns=3, format_error="retry", **kwargs)
+        self.shorthand = shorthand
+        self.reward = reward
+
+    def new_game(self) -> None:
+        self.moves: list[str] = []
+
+    def instructions(self) -> str:
+        return "Echo anything."
+
+    def render(self) -> str:
+        return f"Moves: {self.moves}"
+
+    def parse_move(self, content: str) -> str:
+        return content
+
+    def apply_move(self, move: str):
+        if move == "win":
+            return MoveResult("won", 1.0, terminated=True, success=True)
+        if move == "bad":
+            return MoveResult("invalid", -0.5, invalid=True)
+        self.moves.append(move)
+        feedback = f"you said {move}"
+        return (feedback, self.reward) if self.shorthand else MoveResult(feedback, self.reward)
+
+
+def _episode(env: LanguageGame, actions: list[str]) -> list[tuple]:
+    out = [env.reset(seed=0)]
+    for action in actions:
+        out.append(env.step(action))
+        if out[-1][2] or out[-1][3]:
+            break
+    return out
+
+
+@pytest.mark.parametrize("reward", [0.25, 2], ids=["float", "int"])
+@pytest.mark.parametrize(
+    "actions",
+    [[r"\boxed{a}", r"\boxed{b}", r"\boxed{c}"], [r"\boxed{a}", r"\boxed{bad}", r"\boxed{win}"]],
+    ids=["truncated", "invalid-then-won"],
+)
+def test_apply_move_may_return_feedback_and_reward_as_a_pair(actions, reward):
+    pair = _episode(_EchoGame(shorthand=True, reward=reward), actions)
+    full = _episode(_EchoGame(shorthand=False, reward=reward), actions)
+    assert pair == full
+    assert all(type(step[1]) is float for step in pair[1:]), "rewards must be Python floats"
+    obs, got, terminated, truncated, info = pair[1]
+    assert (obs, got, terminated, truncated) == ("you said a\n\nMoves: ['a']", float(reward), False, False)
+    assert info == {
+        "success": False, "turn": 1, "format_error": False, "invalid_action": False, "parsed_action": "a",
+    }
+
+
+_PIECES = st.sampled_from(["\\boxed{", "\\fbox{", "\\boxed ", "{", "}", "\\", "x", "7", " ", "$"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_step_reads_the_box_extract_boxed_reads(text):
+    env = _EchoGame()
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(text)
+    expected = extract_boxed(text, None)
+    if expected is None or len(expected) > MAX_BOX_CHARS:
+        assert info["format_error"] is True
+    else:
+        assert (info["format_error"], info["parsed_action"]) == (False, expected)
+
+
+def test_step_reports_a_non_text_action_as_a_format_error():
+    env = _EchoGame()
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(12)
+    assert info["format_error"] is True and (reward, terminated, truncated) == (-0.1, False, False)
+    assert obs.startswith("Format error at turn 1: the action must be text, got int.")
