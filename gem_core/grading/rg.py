@@ -44,7 +44,6 @@ Settings of the shared scorer come from the environment: ``GEM_RG_SCORER_WORKERS
 
 from __future__ import annotations
 
-import atexit
 import base64
 import json
 import math
@@ -57,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.errors import InvalidArgument, SandboxError
+from gem_core.grading._shared import ProcessShared, env_number
 
 __all__ = [
     "CODE_EVALUATING_DATASETS",
@@ -395,21 +395,13 @@ def dataset_pickle(dataset: Any) -> str | None:
 
 
 # --- the process-wide instance ---------------------------------------------------------------
-_SHARED: RGScorer | None = None
-_SHARED_LOCK = threading.Lock()
-_ATEXIT_REGISTERED = False
-
-
-def _env_number(name: str, default: float, cast: type) -> Any:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return cast(raw)
-    except ValueError:
-        raise InvalidArgument(
-            f"${name} must be a {cast.__name__}, got {raw!r}; unset it for the default {default}"
-        ) from None
+_SHARED: ProcessShared[RGScorer] = ProcessShared(
+    lambda: RGScorer(
+        env_number("GEM_RG_SCORER_WORKERS", DEFAULT_WORKERS, int),
+        env_number("GEM_RG_SCORER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
+        memory_mb=env_number("GEM_RG_SCORER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
+    )
+)
 
 
 def get_scorer() -> RGScorer:
@@ -419,32 +411,4 @@ def get_scorer() -> RGScorer:
     A closed shared scorer, or one inherited across a fork, is replaced by a new one (the
     parent's sandbox is left to the parent).
     """
-    global _SHARED, _ATEXIT_REGISTERED
-    with _SHARED_LOCK:
-        s = _SHARED
-        if s is None or s.closed or s._pid != os.getpid():
-            s = RGScorer(
-                _env_number("GEM_RG_SCORER_WORKERS", DEFAULT_WORKERS, int),
-                _env_number("GEM_RG_SCORER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
-                memory_mb=_env_number("GEM_RG_SCORER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
-            )
-            _SHARED = s
-            if not _ATEXIT_REGISTERED:
-                atexit.register(_close_shared)
-                _ATEXIT_REGISTERED = True
-        return s
-
-
-def _close_shared() -> None:
-    s = _SHARED
-    if s is not None:
-        s.close()
-
-
-def _after_fork_in_child() -> None:
-    global _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    return _SHARED.get()

@@ -394,7 +394,7 @@ def test_get_grader_is_shared_and_replaced_when_closed() -> None:
 
 def test_environment_overrides_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEM_MATH_GRADER_WORKERS", "two")
-    monkeypatch.setattr(gm, "_SHARED", None)
+    monkeypatch.setattr(gm._SHARED, "value", None)
     with pytest.raises(InvalidArgument, match=r"\$GEM_MATH_GRADER_WORKERS must be a int, got 'two'"):
         get_grader()
 
@@ -410,7 +410,7 @@ def test_forked_child_drops_the_parents_grader() -> None:
     pid = os.fork()
     if pid == 0:  # the child: report what it sees, never run pytest's teardown
         try:
-            ok = gm._SHARED is None and g.closed and g.worker_pids() == []
+            ok = gm._SHARED.value is None and g.closed and g.worker_pids() == []
             try:
                 g.grade(r"\frac{1}{2}", "0.5")
                 ok = False
