@@ -1,6 +1,6 @@
 # Launch on one node with 8 GPUs (verl 0.9 with vLLM, plus gem-core and gem-verl):
 #
-#     pip install -e . -e integrations/verl "verl[vllm]>=0.9.1,<0.10"
+#     pip install -e . -e integrations/verl "verl[vllm]>=0.9.1,<0.10" "tyro>=0.9"
 #     python recipes/verl_rebn.py --model-path Qwen/Qwen3-1.7B --n-gpus-per-node 8
 #
 # Check the command and write the dataset without launching:
@@ -34,10 +34,6 @@ agent loop YAML under ``--data-dir``.
 
 from __future__ import annotations
 
-import argparse
-import ast
-import dataclasses
-import inspect
 import json
 import os
 import shlex
@@ -45,7 +41,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+try:  # the names gem-verl registers with verl (light: imports neither verl nor torch)
+    from gem_verl import AGENT_LOOP_TARGET, AGENT_NAME, REBN, REWARD_STYLE
+except ImportError as exc:
+    raise SystemExit(f"recipes/verl_rebn.py needs gem-verl ({exc}): pip install -e integrations/verl") from exc
 
 
 @dataclass
@@ -94,7 +95,7 @@ class Args:
     """vLLM tensor parallel size per rollout replica"""
     gpu_memory_utilization: float = 0.6
     """vLLM's share of each GPU's memory"""
-    rollout_name: str = "vllm"
+    rollout_name: Literal["vllm", "sglang"] = "vllm"
     """the rollout server: vllm or sglang"""
     project_name: str = "gem"
     """trainer.project_name"""
@@ -106,65 +107,46 @@ class Args:
     """write the dataset and the agent loop YAML, validate and print the command, do not launch"""
 
 
-ROLLOUT_CHOICES = ("vllm", "sglang")
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field (the CleanRL/tyro convention), by name."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
-                docs[node.target.id] = " ".join(str(nxt.value.value).split())
-    return docs
+def args_problem(args: Args) -> str | None:
+    """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
+    if not 0.0 <= args.gamma <= 1.0:
+        return f"--gamma must be in [0, 1], got {args.gamma}"
+    for name in (
+        "train_seeds", "val_seeds", "prompt_length", "response_length", "train_batch_size", "rollout_n",
+        "ppo_mini_batch_size", "max_tokens_per_turn", "total_epochs", "n_gpus_per_node", "nnodes",
+        "tensor_parallel_size",
+    ):  # fmt: skip
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}"
+    if args.ppo_mini_batch_size > args.train_batch_size:
+        return (
+            f"--ppo-mini-batch-size ({args.ppo_mini_batch_size}) must not exceed "
+            f"--train-batch-size ({args.train_batch_size})"
+        )
+    if args.max_tokens_per_turn > args.response_length:
+        return (
+            f"--max-tokens-per-turn ({args.max_tokens_per_turn}) must not exceed "
+            f"--response-length ({args.response_length}), the budget of all turns together"
+        )
+    return None
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
-    """`Args` from ``--kebab-case`` options; everything after ``--`` is extra Hydra overrides."""
+    """`Args` from ``--kebab-case`` options with tyro (each one's help is the docstring under
+    its field); everything after ``--`` is extra Hydra overrides. Exits 2 with a message on a
+    bad combination."""
+    import tyro
+
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    docs = field_docs(Args)
-    scalars = {"int": int, "float": float, "str": str}
-    for f in dataclasses.fields(Args):
-        flag, kind = "--" + f.name.replace("_", "-"), str(f.type).replace(" ", "")
-        if kind == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
-            continue
-        optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
-
-        def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
-            return None if optional and text.lower() == "none" else base(text)
-
-        convert.__name__ = base.__name__
-        parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
-    args = Args(**vars(parser.parse_args(argv)))
-    if args.rollout_name not in ROLLOUT_CHOICES:
-        parser.error(f"--rollout-name must be one of {', '.join(ROLLOUT_CHOICES)}, got {args.rollout_name!r}")
-    if not 0.0 <= args.gamma <= 1.0:
-        parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
-    for name in ("train_seeds", "val_seeds", "prompt_length", "response_length", "train_batch_size",
-                 "rollout_n", "ppo_mini_batch_size", "max_tokens_per_turn", "total_epochs",
-                 "n_gpus_per_node", "nnodes", "tensor_parallel_size"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.ppo_mini_batch_size > args.train_batch_size:
-        parser.error(
-            f"--ppo-mini-batch-size ({args.ppo_mini_batch_size}) must not exceed "
-            f"--train-batch-size ({args.train_batch_size})"
-        )
-    if args.max_tokens_per_turn > args.response_length:
-        parser.error(
-            f"--max-tokens-per-turn ({args.max_tokens_per_turn}) must not exceed "
-            f"--response-length ({args.response_length}), the budget of all turns together"
-        )
+    args = tyro.cli(Args, args=argv, description=(__doc__ or "").split("\n\n")[0])
+    problem = args_problem(args)
+    if problem is not None:
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     return args, extra
 
 
@@ -177,10 +159,10 @@ def write_dataset(path: Path, env_id: str, seeds: range) -> int:
             "data_source": f"gem:{env_id}",
             # A placeholder: gem_agent prompts with the env's reset observation.
             "prompt": [{"role": "user", "content": f"Play {env_id} (seed {seed})."}],
-            "agent_name": "gem_agent",
+            "agent_name": AGENT_NAME,
             "env_id": env_id,
             "seed": int(seed),
-            "reward_model": {"style": "gem_env", "ground_truth": ""},
+            "reward_model": {"style": REWARD_STYLE, "ground_truth": ""},
             "extra_info": {"index": i, "env_id": env_id, "seed": int(seed)},
         }
         for i, seed in enumerate(seeds)
@@ -193,8 +175,8 @@ def write_dataset(path: Path, env_id: str, seeds: range) -> int:
 def write_agent_loop_config(path: Path, args: Args) -> None:
     """The agent loop YAML: gem_agent with this run's arguments (JSON is valid YAML)."""
     entry = {
-        "name": "gem_agent",
-        "_target_": "gem_verl.agent_loop.GemAgentLoop",
+        "name": AGENT_NAME,
+        "_target_": AGENT_LOOP_TARGET,
         "max_turns": args.max_turns,
         "max_tokens_per_turn": args.max_tokens_per_turn,
         "system_prompt": args.system_prompt,
@@ -208,7 +190,7 @@ def verl_overrides(args: Args, train: Path, val: Path, agent_config: Path) -> li
     opt = lambda v: "null" if v is None else v  # noqa: E731
     return [
         # ReBN: per-turn discounted returns, normalised over the batch; no critic, no KL reward.
-        "algorithm.adv_estimator=rebn",
+        f"algorithm.adv_estimator={REBN}",
         f"algorithm.gamma={args.gamma}",
         "algorithm.use_kl_in_reward=False",
         # The env rows.
@@ -230,7 +212,7 @@ def verl_overrides(args: Args, train: Path, val: Path, agent_config: Path) -> li
         f"actor_rollout_ref.rollout.temperature={args.temperature}",
         f"actor_rollout_ref.rollout.tensor_model_parallel_size={args.tensor_parallel_size}",
         f"actor_rollout_ref.rollout.gpu_memory_utilization={args.gpu_memory_utilization}",
-        "actor_rollout_ref.rollout.agent.default_agent_loop=gem_agent",
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_config}",
         # The GPU layout and bookkeeping.
         f"trainer.n_gpus_per_node={args.n_gpus_per_node}",
@@ -263,17 +245,17 @@ def validate(overrides: list[str], env_id: str) -> list[str]:
     from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
     from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 
-    if "gem_agent" not in _agent_loop_registry or "rebn" not in ADV_ESTIMATOR_REGISTRY:
+    if AGENT_NAME not in _agent_loop_registry or REBN not in ADV_ESTIMATOR_REGISTRY:
         problems.append(
-            "gem_agent / rebn are not registered after `import verl`: install gem-verl "
+            f"{AGENT_NAME} / {REBN} are not registered after `import verl`: install gem-verl "
             "(pip install -e integrations/verl) so its verl.plugins entry point loads"
         )
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     try:
         with initialize_config_dir(config_dir=config_dir, version_base=None):
             cfg = compose("ppo_trainer", overrides=overrides)
-        if cfg.algorithm.adv_estimator != "rebn" or cfg.actor_rollout_ref.rollout.agent.default_agent_loop != "gem_agent":
-            problems.append("the composed config does not select rebn / gem_agent")
+        if cfg.algorithm.adv_estimator != REBN or cfg.actor_rollout_ref.rollout.agent.default_agent_loop != AGENT_NAME:
+            problems.append(f"the composed config does not select {REBN} / {AGENT_NAME}")
         if cfg.actor_rollout_ref.rollout.response_length != cfg.data.max_response_length:
             problems.append("rollout.response_length does not follow data.max_response_length")
     except Exception as exc:

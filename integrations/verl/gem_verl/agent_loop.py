@@ -42,13 +42,10 @@ from verl.experimental.agent_loop.agent_loop import (
 from gem_core.errors import InvalidArgument
 from gem_core.rl import BudgetedPolicy, ChatFormatter, Episode, pack_episode, play_row
 from gem_core.rl.play import row_value
+from gem_verl import AGENT_NAME
 from gem_verl.advantage import warn_if_legacy_rebn
 
 __all__ = ["AGENT_NAME", "GemAgentLoop", "GemAgentLoopOutput", "episode_to_output"]
-
-#: The name rows use in their ``agent_name`` column (and ``rollout.agent.default_agent_loop``).
-AGENT_NAME = "gem_agent"
-
 
 class GemAgentLoopOutput(AgentLoopOutput):
     """An ``AgentLoopOutput`` carrying per-token rewards (``token_rewards``).

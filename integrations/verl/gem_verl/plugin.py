@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 
+from gem_verl import REBN
+
 __all__ = ["REBN", "register_all"]
 
 logger = logging.getLogger(__name__)
-
-#: The ``algorithm.adv_estimator`` name of ReBN.
-REBN = "rebn"
 
 
 def register_all() -> None:
@@ -27,7 +26,7 @@ def register_all() -> None:
     from gem_verl.advantage import compute_rebn_advantage
 
     check_verl_version()
-    import gem_verl.agent_loop  # noqa: F401  (its @register("gem_agent") runs on import)
+    import gem_verl.agent_loop  # noqa: F401  (its @register(AGENT_NAME) runs on import)
 
     registered = core_algos.ADV_ESTIMATOR_REGISTRY.get(REBN)
     if registered is None:

@@ -90,3 +90,16 @@ def test_import_gem_verl_is_light():
     code = "import sys, gem_verl; print([m for m in ('verl', 'torch') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "[]"
+
+
+def test_the_exported_names_are_what_verl_registered():
+    # recipes/verl_rebn.py writes these constants into its rows, agent loop YAML and overrides.
+    import gem_verl
+    import verl  # noqa: F401  (loads the plugin)
+    from gem_verl.advantage import compute_rebn_advantage
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+    assert _agent_loop_registry[gem_verl.AGENT_NAME] == {"_target_": gem_verl.AGENT_LOOP_TARGET}
+    assert ADV_ESTIMATOR_REGISTRY[gem_verl.REBN] is compute_rebn_advantage
+

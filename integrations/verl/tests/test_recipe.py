@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import importlib.util
+import inspect
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +22,31 @@ RECIPE = Path(__file__).resolve().parents[3] / "recipes" / "verl_rebn.py"
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(RECIPE), *args], capture_output=True, text=True, timeout=300, cwd="/"
-    )
+        [sys.executable, str(RECIPE), *args], capture_output=True, text=True, timeout=300, cwd="/",
+        env={**os.environ, "COLUMNS": "200"},  # tyro wraps its help and errors to the terminal width
+    )  # fmt: skip
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each dataclass field, by name (what tyro shows as its help)."""
+    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[union-attr]
+    return docs
+
+
+def _recipe_args() -> tuple[type, dict[str, str]]:
+    """The recipe's `Args` and its field docstrings."""
+    spec = importlib.util.spec_from_file_location("verl_rebn_recipe", RECIPE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and inspect look their module up
+    try:
+        spec.loader.exec_module(module)
+        return module.Args, _field_docs(module.Args)
+    finally:
+        del sys.modules[spec.name]
 
 
 def test_dry_run_writes_the_dataset_and_a_valid_command(tmp_path, verl_config, tiny_model_path):
@@ -68,4 +97,24 @@ def test_argument_errors_say_what_was_expected(tmp_path):
     out = _run("--gamma", "1.5", "--data-dir", str(tmp_path))
     assert out.returncode == 2 and "--gamma must be in [0, 1], got 1.5" in out.stderr
     out = _run("--ppo-mini-batch-size", "256", "--train-batch-size", "128", "--data-dir", str(tmp_path))
-    assert "must not exceed --train-batch-size (128)" in out.stderr
+    assert out.returncode == 2 and "must not exceed --train-batch-size (128)" in out.stderr
+
+
+def test_help_shows_every_field_with_its_docstring():
+    out = _run("--help")
+    assert out.returncode == 0, out.stderr[-2000:]
+    flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out.stdout).split())  # tyro's boxes and wrapping away
+    assert "Multi-turn REINFORCE + ReBN on GEM envs with verl" in flat
+    args, docs = _recipe_args()
+    for field in dataclasses.fields(args):
+        assert "--" + field.name.replace("_", "-") in flat
+        assert docs.get(field.name), f"Args.{field.name} has no docstring"
+        assert " ".join(docs[field.name].split()[:6]) in flat, field.name
+
+
+def test_bad_option_values_are_rejected_by_the_parser(tmp_path):
+    out = _run("--rollout-name", "trtllm", "--data-dir", str(tmp_path))
+    assert out.returncode == 2 and "invalid choice 'trtllm' for argument '--rollout-name'" in out.stderr
+    out = _run("--train-seeds", "many", "--data-dir", str(tmp_path))
+    assert out.returncode == 2 and "--train-seeds" in out.stderr
+    assert not (tmp_path / "train.parquet").exists()  # nothing written before the arguments are checked
