@@ -45,17 +45,31 @@ CONFIGS: dict[str, list[str]] = {
     "rebn_g1.0": ["--estimator", "rebn", "--gamma", "1.0"],
     "grpo_g0.9": ["--estimator", "grpo", "--gamma", "0.9"],
     "reinforce_g0.9": ["--estimator", "reinforce", "--gamma", "0.9"],
+    "ppo_g0.9": ["--estimator", "ppo", "--gamma", "0.9"],
 }
+# The slack setting: the same 1-10 game with 10 turns instead of 4, so that a linear search
+# also wins within the budget and a policy has room to solve in more or fewer turns.
+SLACK = ["--max-turns", "10"]
+for _name in list(CONFIGS):
+    CONFIGS[f"slack_{_name}"] = [*CONFIGS[_name], *SLACK]
 GROUPS = {
     "gamma": ["rebn_g0.9", "rebn_g1.0"],
-    "estimators": ["rebn_g0.9", "grpo_g0.9", "reinforce_g0.9"],
+    "estimators": ["rebn_g0.9", "grpo_g0.9", "reinforce_g0.9", "ppo_g0.9"],
+    "slack_gamma": ["slack_rebn_g0.9", "slack_rebn_g1.0"],
+    "slack_estimators": ["slack_rebn_g0.9", "slack_grpo_g0.9", "slack_reinforce_g0.9", "slack_ppo_g0.9"],
+}
+TITLES = {
+    "gamma": "Discount: γ = 0.9 vs γ = 1.0 (ReBN)",
+    "estimators": "Estimators, same budget (γ = 0.9)",
+    "slack_gamma": "Discount with slack (1-10 in 10 turns): γ = 0.9 vs γ = 1.0 (ReBN)",
+    "slack_estimators": "Estimators with slack (1-10 in 10 turns), same budget (γ = 0.9)",
 }
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="recipe seeds per configuration")
-    p.add_argument("--only", choices=["all", *GROUPS], default="all", help="which comparison to run")
+    p.add_argument("--only", choices=["all", *GROUPS], nargs="+", default=["all"], help="which comparisons to run")
     p.add_argument("--iterations", type=int, default=None, help="override the recipe's --iterations (reduced budget)")
     p.add_argument("--episodes-per-iter", type=int, default=None, help="override the recipe's --episodes-per-iter")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out evaluation episodes per run")
@@ -117,27 +131,37 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(vals):.3f} ± {statistics.stdev(vals):.3f}"
 
 
+def turns_with_budget(run: dict[str, Any]) -> float | None:
+    """Mean turns over every held-out target, an unsolved one counted as the turn budget
+    (so two policies are compared on the same target set)."""
+    t, budget = run["eval"]["trained"], run.get("turn_budget")
+    if budget is None:
+        return None
+    solved = t["success_rate"]
+    return solved * t["turns_to_solve"] + (1.0 - solved) * budget if solved > 0 else float(budget)
+
+
 def config_row(name: str, runs: list[dict[str, Any]]) -> str:
     """One markdown table row summarising a configuration's runs."""
     trained = [r["eval"]["trained"] for r in runs]
     per_seed = ", ".join(f"{t['success_rate']:.2f}" for t in trained)
     return (
         f"| {name} | {len(runs)} | {mean_std([t['success_rate'] for t in trained])} | {per_seed} | "
-        f"{mean_std([t['mean_turns'] for t in trained])} | "
+        f"{mean_std([turns_with_budget(r) for r in runs])} | "
         f"{mean_std([t['turns_to_solve'] for t in trained])} | "
         f"{mean_std([r['wall_time_s'] for r in runs])} |"
     )
 
 
 HEADER = (
-    "| configuration | seeds | held-out success (mean ± std) | per seed | mean turns | "
+    "| configuration | seeds | held-out success (mean ± std) | per seed | turns (unsolved = budget) | "
     "turns to solve | wall time (s) |\n|---|---|---|---|---|---|---|"
 )
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    names = list(CONFIGS) if args.only == "all" else GROUPS[args.only]
+    names = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
     out_dir = args.results_dir / args.tag
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
@@ -176,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     for pol in ("random", "oracle"):
         b = base[pol]
         lines.append(f"| {pol} | {b['success_rate']:.3f} | {b['mean_turns']:.2f} | {b['turns_to_solve']:.2f} |")
-    for title, group in (("Discount: γ = 0.9 vs γ = 1.0 (ReBN)", "gamma"), ("Estimators, same budget (γ = 0.9)", "estimators")):
+    for group, title in TITLES.items():
         present = [n for n in GROUPS[group] if n in results]
         if len(present) < 2:
             continue
@@ -186,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\n" + report)
     (args.results_dir / f"{args.tag}.md").write_text(report)
     (args.results_dir / f"{args.tag}.json").write_text(
-        json.dumps({n: [{"eval": r["eval"], "args": r["args"], "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
+        json.dumps({n: [{"eval": r["eval"], "args": r["args"], "turn_budget": r.get("turn_budget"), "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
     )
     print(f"wrote {args.results_dir / f'{args.tag}.md'}")
 

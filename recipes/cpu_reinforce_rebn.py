@@ -482,6 +482,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     probe = gem_core.make(args.env_id, **env_kwargs)
     probe.reset(seed=0)
     lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
+    turn_budget = getattr(probe.unwrapped, "max_turns", None)
     probe.close()
     if args.warmup_steps > 0 and not (isinstance(lo, int) and isinstance(hi, int)):
         raise SystemExit(
@@ -741,6 +742,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "run_name": run_name,
         "args": dataclasses.asdict(args),
         "eval": results,
+        "turn_budget": turn_budget,
         "final_train": history[-1],
         "wall_time_s": wall,
     }
