@@ -14,6 +14,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from typing import Any, NoReturn
 
+from gem_core._closing import Closing
 from gem_core.core import Env
 from gem_core.distributed._ray import DEFAULT_CONNECT_TIMEOUT, connect
 from gem_core.distributed.vector import actor_options, death_reason, remote_class
@@ -245,7 +246,7 @@ def _make_key(make_env: Callable[[Any], Any]) -> Hashable:
     return id(make_env)
 
 
-class RayEnvPool:
+class RayEnvPool(Closing):
     """Envs for the rollout engine, living in Ray actors; pass it as ``env_pool=``.
 
     ``collect_episodes(..., env_pool=RayEnvPool(num_actors=8))`` plays every episode
@@ -367,12 +368,6 @@ class RayEnvPool:
             pass
         for a in actors:
             a.dead = a.dead or "closed"
-
-    def __enter__(self) -> RayEnvPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- internals ---------------------------------------------------------------------------
     def _actor_died(self, actor: _Actor, reason: str) -> None:

@@ -51,7 +51,6 @@ Settings of the shared grader come from the environment: ``GEM_MATH_GRADER_WORKE
 
 from __future__ import annotations
 
-import atexit
 import collections
 import importlib.util
 import os
@@ -65,7 +64,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gem_core._closing import Closing
 from gem_core.errors import DependencyNotInstalled, GraderUnavailable, InvalidArgument
+from gem_core.grading._shared import ProcessShared, env_number
 from gem_core.grading.extract import extract_boxed
 
 __all__ = [
@@ -307,7 +308,7 @@ class _Waiter:
 _ALL_GRADERS: weakref.WeakSet[MathGrader] = weakref.WeakSet()
 
 
-class MathGrader:
+class MathGrader(Closing):
     """A small process pool that grades math answers with math-verify, with hard timeouts.
 
     Thread-safe: any number of threads may call `grade` at once; each call takes one idle
@@ -620,12 +621,6 @@ class MathGrader:
         self._free = []
         self._waiters = collections.deque()
 
-    def __enter__(self) -> MathGrader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._workers)} workers"
         return f"<MathGrader {state}, timeout {self.timeout:g} s>"
@@ -640,21 +635,13 @@ def _drain(stream: Any) -> None:
 
 
 # --- the process-wide instance ---------------------------------------------------------------
-_SHARED: MathGrader | None = None
-_SHARED_LOCK = threading.Lock()
-_ATEXIT_REGISTERED = False
-
-
-def _env_number(name: str, default: float, cast: type) -> Any:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return cast(raw)
-    except ValueError:
-        raise InvalidArgument(
-            f"${name} must be a {cast.__name__}, got {raw!r}; unset it for the default {default}"
-        ) from None
+_SHARED: ProcessShared[MathGrader] = ProcessShared(
+    lambda: MathGrader(
+        env_number("GEM_MATH_GRADER_WORKERS", DEFAULT_WORKERS, int),
+        env_number("GEM_MATH_GRADER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
+        memory_mb=env_number("GEM_MATH_GRADER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
+    )
+)
 
 
 def get_grader() -> MathGrader:
@@ -662,35 +649,13 @@ def get_grader() -> MathGrader:
 
     A closed shared grader, or one inherited across a fork, is replaced by a new one.
     """
-    global _SHARED, _ATEXIT_REGISTERED
-    with _SHARED_LOCK:
-        g = _SHARED
-        if g is None or g.closed or g._pid != os.getpid():
-            g = MathGrader(
-                _env_number("GEM_MATH_GRADER_WORKERS", DEFAULT_WORKERS, int),
-                _env_number("GEM_MATH_GRADER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
-                memory_mb=_env_number("GEM_MATH_GRADER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
-            )
-            _SHARED = g
-            if not _ATEXIT_REGISTERED:
-                atexit.register(_close_shared)
-                _ATEXIT_REGISTERED = True
-        return g
+    return _SHARED.get()
 
 
-def _close_shared() -> None:
-    g = _SHARED
-    if g is not None:
-        g.close()
-
-
-def _after_fork_in_child() -> None:
-    global _SHARED, _SHARED_LOCK
-    _SHARED = None
-    _SHARED_LOCK = threading.Lock()
+def _abandon_graders_in_child() -> None:
     for g in list(_ALL_GRADERS):
         g._abandon()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(after_in_child=_abandon_graders_in_child)

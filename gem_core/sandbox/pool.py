@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from gem_core._closing import Closing
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
 from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import remove_path
@@ -436,7 +437,7 @@ def _valid_reply(reply: dict[str, Any]) -> bool:
 # ----------------------------------------------------------------------------- pool
 
 
-class Sandbox:
+class Sandbox(Closing):
     """A pool of warm, isolated Python workers; each `run` forks a fresh, limited child.
 
     Each slot holds a long-lived "zygote" process started inside the isolation layer with
@@ -682,12 +683,6 @@ class Sandbox:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from gem_core._closing import Closing
 from gem_core.errors import (
     InvalidArgument,
     ReducedIsolationWarning,
@@ -416,7 +417,7 @@ def _seccomp_program() -> bytes | None:
     return program
 
 
-class Shell:
+class Shell(Closing):
     """Runs bash commands, one sandbox per command, in one persistent workspace.
 
     The workspace is a fresh host temp directory (`reset_workspace`) that every command
@@ -670,12 +671,6 @@ class Shell:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> Shell:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

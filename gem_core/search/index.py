@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gem_core._closing import Closing
 from gem_core.errors import InvalidArgument
 from gem_core.search.base import Passage, SearchBackendError, split_contents
 
@@ -267,7 +268,7 @@ def build_index(
 # ----------------------------------------------------------------------------- query
 
 
-class SearchIndex:
+class SearchIndex(Closing):
     """Read-only BM25 search over an index file built by `build_index`.
 
     Thread-safe: each thread gets its own read-only connection (SQLite releases the GIL
@@ -399,12 +400,6 @@ class SearchIndex:
                 con.close()
             except sqlite3.Error:  # pragma: no cover - closing never matters
                 pass
-
-    def __enter__(self) -> SearchIndex:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SearchIndex({str(self.path)!r}, num_docs={getattr(self, 'num_docs', '?')})"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from gem_core._closing import Closing
+
 __all__ = ["Tool", "ToolCall", "ToolResult"]
 
 
@@ -41,7 +43,7 @@ class ToolResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Tool:
+class Tool(Closing):
     """Base class of tools used through `gem_core.tools.ToolEnvWrapper`.
 
     A subclass sets ``name`` and implements `parse` and `execute`; it may override
@@ -69,9 +71,3 @@ class Tool:
 
     def close(self) -> None:
         """Release resources. Safe to call more than once."""
-
-    def __enter__(self) -> Tool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from gem_core._closing import Closing
 from gem_core.core import Env
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded, WorkerError
 
@@ -151,7 +152,7 @@ def _describe_fn(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
-class VectorEnv:
+class VectorEnv(Closing):
     """``num_envs`` sub-envs stepped together.
 
     Returns:
@@ -251,12 +252,6 @@ class VectorEnv:
 
     def __len__(self) -> int:
         return self.num_envs
-
-    def __enter__(self) -> VectorEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gem_core._closing import Closing
 from gem_core.compat.core import reset_options
 from gem_core.errors import InvalidArgument
 from gem_core.vector import AsyncVectorEnv as _NativeAsync
@@ -44,7 +45,7 @@ class SubEnvView(Sequence):
         )
 
 
-class VectorEnv:
+class VectorEnv(Closing):
     """``num_envs`` gem_core sub-envs with the reference's vector conventions.
 
     - ``autoreset_mode`` defaults to ``SAME_STEP`` (the reference default): an entry whose
@@ -145,12 +146,6 @@ class VectorEnv:
 
     def __len__(self) -> int:
         return self.num_envs
-
-    def __enter__(self) -> VectorEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"compat.{type(self).__name__}({self._vec!r})"
