@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from gem_core.errors import InvalidArgument
 
-__all__ = ["ProcessShared", "env_number"]
+__all__ = ["ProcessShared", "env_number", "sized_by_environment"]
 
 
 class _Closable(Protocol):
@@ -39,6 +39,23 @@ def env_number(name: str, default: float, cast: type) -> Any:
         raise InvalidArgument(
             f"${name} must be a {cast.__name__}, got {raw!r}; unset it for the default {default}"
         ) from None
+
+
+def sized_by_environment(
+    cls: Callable[..., T], prefix: str, *, workers: int, timeout: float, memory_mb: int
+) -> Callable[[], T]:
+    """A factory ``cls(workers, timeout, memory_mb=...)`` sized by ``$<prefix>_WORKERS``,
+    ``$<prefix>_TIMEOUT`` and ``$<prefix>_MEMORY_MB`` (each the given default when unset), read
+    when it is called."""
+
+    def make() -> T:
+        return cls(
+            env_number(f"{prefix}_WORKERS", workers, int),
+            env_number(f"{prefix}_TIMEOUT", timeout, float),
+            memory_mb=env_number(f"{prefix}_MEMORY_MB", memory_mb, int),
+        )
+
+    return make
 
 
 class ProcessShared(Generic[T]):

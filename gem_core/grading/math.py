@@ -66,7 +66,7 @@ from typing import Any
 
 from gem_core._closing import Closing
 from gem_core.errors import DependencyNotInstalled, GraderUnavailable, InvalidArgument
-from gem_core.grading._shared import ProcessShared, env_number
+from gem_core.grading._shared import ProcessShared, sized_by_environment
 from gem_core.grading.extract import extract_boxed
 
 __all__ = [
@@ -636,10 +636,8 @@ def _drain(stream: Any) -> None:
 
 # --- the process-wide instance ---------------------------------------------------------------
 _SHARED: ProcessShared[MathGrader] = ProcessShared(
-    lambda: MathGrader(
-        env_number("GEM_MATH_GRADER_WORKERS", DEFAULT_WORKERS, int),
-        env_number("GEM_MATH_GRADER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
-        memory_mb=env_number("GEM_MATH_GRADER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
+    sized_by_environment(
+        MathGrader, "GEM_MATH_GRADER", workers=DEFAULT_WORKERS, timeout=DEFAULT_TIMEOUT_S, memory_mb=DEFAULT_MEMORY_MB
     )
 )
 

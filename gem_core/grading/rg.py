@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.errors import InvalidArgument, SandboxError
-from gem_core.grading._shared import ProcessShared, env_number
+from gem_core.grading._shared import ProcessShared, sized_by_environment
 
 __all__ = [
     "CODE_EVALUATING_DATASETS",
@@ -396,10 +396,8 @@ def dataset_pickle(dataset: Any) -> str | None:
 
 # --- the process-wide instance ---------------------------------------------------------------
 _SHARED: ProcessShared[RGScorer] = ProcessShared(
-    lambda: RGScorer(
-        env_number("GEM_RG_SCORER_WORKERS", DEFAULT_WORKERS, int),
-        env_number("GEM_RG_SCORER_TIMEOUT", DEFAULT_TIMEOUT_S, float),
-        memory_mb=env_number("GEM_RG_SCORER_MEMORY_MB", DEFAULT_MEMORY_MB, int),
+    sized_by_environment(
+        RGScorer, "GEM_RG_SCORER", workers=DEFAULT_WORKERS, timeout=DEFAULT_TIMEOUT_S, memory_mb=DEFAULT_MEMORY_MB
     )
 )
 

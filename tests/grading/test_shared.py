@@ -58,3 +58,18 @@ def test_env_number(monkeypatch):
     monkeypatch.setenv("GEM_TEST_N", "five")
     with pytest.raises(InvalidArgument, match=r"^\$GEM_TEST_N must be a int, got 'five'; unset it for the default 3$"):
         env_number("GEM_TEST_N", 3, int)
+
+
+def test_sized_by_environment_reads_the_three_variables_when_called(monkeypatch):
+    from gem_core.grading._shared import sized_by_environment
+
+    make = sized_by_environment(
+        lambda w, t, memory_mb: (w, t, memory_mb), "GEM_TEST_G", workers=2, timeout=1.5, memory_mb=64
+    )
+    for name in ("GEM_TEST_G_WORKERS", "GEM_TEST_G_TIMEOUT", "GEM_TEST_G_MEMORY_MB"):
+        monkeypatch.delenv(name, raising=False)
+    assert make() == (2, 1.5, 64)
+    monkeypatch.setenv("GEM_TEST_G_WORKERS", "3")
+    monkeypatch.setenv("GEM_TEST_G_TIMEOUT", "0.5")
+    monkeypatch.setenv("GEM_TEST_G_MEMORY_MB", "128")
+    assert make() == (3, 0.5, 128)
