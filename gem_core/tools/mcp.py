@@ -45,6 +45,12 @@ def _import_mcp() -> Any:
     return import_optional("mcp", extra="mcp", purpose="MCP tools")
 
 
+def _failure(message: str, reason: str, info: Mapping[str, Any] | None = None) -> ToolResult:
+    """An ``error=True`` observation ``"MCP error: {message}"``; its info (``info`` and more)
+    names the ``reason``."""
+    return ToolResult(f"MCP error: {message}", error=True, info={**(info or {}), "reason": reason})
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first leaf of an exception group (anyio task groups wrap transport errors)."""
     while getattr(exc, "exceptions", None):
@@ -373,23 +379,21 @@ class MCPTool(Tool):
         try:
             conn = await self._session()
         except MCPConnectionError as exc:
-            return ToolResult(f"MCP error: {exc}.", error=True, info={**info, "reason": "connect"})
+            return _failure(f"{exc}.", "connect", info)
         tools = self._tools or {}
         if tool not in tools:
             known = ", ".join(sorted(tools)) or "(none)"
-            return ToolResult(
-                f"MCP error: unknown tool {tool!r}. Available tools: {known}.",
-                error=True,
-                info={**info, "reason": "unknown_tool"},
+            return _failure(
+                f"unknown tool {tool!r}. Available tools: {known}.", "unknown_tool", info
             )
         if self.validate_arguments:
             problem = _check_arguments(arguments, tools[tool]["parameters"])
             if problem:
-                return ToolResult(
-                    f"MCP error: invalid arguments for {tool!r}: {problem}. Input schema: "
+                return _failure(
+                    f"invalid arguments for {tool!r}: {problem}. Input schema: "
                     f"{json.dumps(tools[tool]['parameters'])}",
-                    error=True,
-                    info={**info, "reason": "bad_arguments"},
+                    "bad_arguments",
+                    info,
                 )
         call = asyncio.ensure_future(conn.session.call_tool(tool, arguments))
         done, _ = await asyncio.wait(
@@ -401,16 +405,16 @@ class MCPTool(Tool):
                 await call
             await self._drop(conn)
             if conn.task in done:
-                return ToolResult(
-                    f"MCP error: the connection to the server was lost during {tool!r}; a new "
+                return _failure(
+                    f"the connection to the server was lost during {tool!r}; a new "
                     "session will be opened on the next call.",
-                    error=True,
-                    info={**info, "reason": "connection_lost"},
+                    "connection_lost",
+                    info,
                 )
-            return ToolResult(
-                f"MCP error: {tool!r} timed out after {self.timeout:g}s; the session was reset.",
-                error=True,
-                info={**info, "reason": "timeout"},
+            return _failure(
+                f"{tool!r} timed out after {self.timeout:g}s; the session was reset.",
+                "timeout",
+                info,
             )
         exc = call.exception()
         if exc is None:
@@ -419,17 +423,13 @@ class MCPTool(Tool):
         alive = await self._alive(conn)
         if not alive:
             await self._drop(conn)
-            return ToolResult(
-                f"MCP error: the connection to the server was lost during {tool!r} "
+            return _failure(
+                f"the connection to the server was lost during {tool!r} "
                 f"({_describe(exc)}); a new session will be opened on the next call.",
-                error=True,
-                info={**info, "reason": "connection_lost"},
+                "connection_lost",
+                info,
             )
-        return ToolResult(
-            f"MCP error: {tool!r} failed: {_describe(exc)}",
-            error=True,
-            info={**info, "reason": "call_failed"},
-        )
+        return _failure(f"{tool!r} failed: {_describe(exc)}", "call_failed", info)
 
     async def _alive(self, conn: _Connection) -> bool:
         if conn.task.done():
@@ -463,10 +463,8 @@ class MCPTool(Tool):
                 parts.append(json.dumps(structured, ensure_ascii=False, default=str))
         text = _clip("\n".join(parts), self.max_output_chars)
         if _get(result, "is_error", "isError", default=False):
-            return ToolResult(
-                f"MCP error: {tool!r} raised an error: {text or '(no message)'}",
-                error=True,
-                info={**info, "reason": "tool_error"},
+            return _failure(
+                f"{tool!r} raised an error: {text or '(no message)'}", "tool_error", info
             )
         return ToolResult(text if text else "(the tool returned no output)", info=info)
 
@@ -558,27 +556,18 @@ class MCPTool(Tool):
         """Run a parsed call on the server; every failure is an error observation."""
         payload = call.payload if isinstance(call.payload, dict) else {}
         if payload.get("error"):
-            return ToolResult(
-                f"MCP error: could not read the tool call: {payload['error']}. Expected "
+            return _failure(
+                f"could not read the tool call: {payload['error']}. Expected "
                 '<tool_call>{"name": "tool_name", "arguments": {...}}</tool_call>.',
-                error=True,
-                info={"reason": "bad_call"},
+                "bad_call",
             )
         tool, arguments = payload.get("name"), payload.get("arguments") or {}
         try:
             return self._submit(self._call(tool, arguments), self._backstop())
         except concurrent.futures.TimeoutError:
-            return ToolResult(
-                f"MCP error: {tool!r} did not finish in time.",
-                error=True,
-                info={"reason": "timeout"},
-            )
+            return _failure(f"{tool!r} did not finish in time.", "timeout")
         except Exception as exc:  # noqa: BLE001 - never raise into the rollout
-            return ToolResult(
-                f"MCP error: {tool!r} failed: {_describe(exc)}",
-                error=True,
-                info={"reason": "internal"},
-            )
+            return _failure(f"{tool!r} failed: {_describe(exc)}", "internal")
 
     def close(self) -> None:
         """Close the session (stopping a stdio server) and the loop thread. Safe twice.
