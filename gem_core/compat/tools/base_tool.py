@@ -13,7 +13,7 @@ from typing import Any
 from gem_core.errors import InvalidArgumentType
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
-__all__ = ["BaseTool", "LegacyTool", "as_tool"]
+__all__ = ["BaseTool", "LegacyTool", "ReferenceMethods", "as_tool"]
 
 
 class BaseTool(Tool):
@@ -96,6 +96,25 @@ class LegacyTool(BaseTool):
 
     def __repr__(self) -> str:
         return f"LegacyTool({self.tool!r})"
+
+
+class ReferenceMethods:
+    """The reference's ``instruction_string()`` and ``execute_action(action)`` on a gem_core
+    `Tool` (mix in before the tool class): the compat `PythonCodeTool` and `SearchTool`."""
+
+    #: ``parsed_action`` when ``action`` holds no call: the whole action, or ``""``.
+    unparsed_is_action: bool = True
+
+    def instruction_string(self) -> str:
+        return self.instruction()  # type: ignore[attr-defined]
+
+    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
+        """Run the first complete call: ``(found, failed, observation, text up to its end)``."""
+        call = self.parse(action)  # type: ignore[attr-defined]
+        if call is None:
+            return False, True, "", action if self.unparsed_is_action else ""
+        result = self.execute(call)  # type: ignore[attr-defined]
+        return True, bool(result.error), result.observation, action[: call.span[1]]
 
 
 def as_tool(tool: Any) -> Tool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from gem_core.compat.tools.base_tool import ReferenceMethods
 from gem_core.tools.python import PythonCodeTool as _NativePythonCodeTool
 
 __all__ = ["PythonCodeTool"]
@@ -11,7 +12,7 @@ __all__ = ["PythonCodeTool"]
 logger = logging.getLogger("gem_core.compat")
 
 
-class PythonCodeTool(_NativePythonCodeTool):
+class PythonCodeTool(ReferenceMethods, _NativePythonCodeTool):
     """gem_core's `gem_core.tools.PythonCodeTool` with the reference constructor and methods.
 
     Code always runs in gem_core's sandbox (bubblewrap where available), whatever
@@ -33,14 +34,3 @@ class PythonCodeTool(_NativePythonCodeTool):
         super().__init__(timeout_s=timeout, keep_error_last_line=keep_error_last_line)
         self.timeout = timeout
         self.sandbox_type = sandbox_type
-
-    def instruction_string(self) -> str:
-        return self.instruction()
-
-    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        """Run the first complete code block: ``(found, failed, observation, text up to the block's end)``."""
-        call = self.parse(action)
-        if call is None:
-            return False, True, "", action
-        result = self.execute(call)
-        return True, bool(result.error), result.observation, action[: call.span[1]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
+from gem_core.compat.tools.base_tool import ReferenceMethods
 from gem_core.tools.search import SearchTool as _NativeSearchTool
 
 __all__ = ["SearchTool"]
@@ -12,7 +13,7 @@ __all__ = ["SearchTool"]
 logger = logging.getLogger("gem_core.compat")
 
 
-class SearchTool(_NativeSearchTool):
+class SearchTool(ReferenceMethods, _NativeSearchTool):
     """gem_core's `gem_core.tools.SearchTool` with the reference constructor and methods.
 
     The endpoint is ``search_url``, else ``$SEARCH_URL`` (read when the tool is built);
@@ -35,6 +36,7 @@ class SearchTool(_NativeSearchTool):
     """
 
     tool_type = "search"
+    unparsed_is_action = False
 
     def __init__(
         self,
@@ -56,14 +58,3 @@ class SearchTool(_NativeSearchTool):
         self.num_workers = num_workers
         self.search_url = url
         self.timeout = timeout
-
-    def instruction_string(self) -> str:
-        return self.instruction()
-
-    def execute_action(self, action: str) -> tuple[bool, bool, str, str]:
-        """Run the first complete ``<search>`` call: ``(found, failed, observation, text up to its end)``."""
-        call = self.parse(action)
-        if call is None:
-            return False, True, "", ""
-        result = self.execute(call)
-        return True, bool(result.error), result.observation, action[: call.span[1]]
