@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, SupportsFloat, TypeVar
 
 from gem_core import seeding
+from gem_core.errors import InvalidArgumentType
 
 if TYPE_CHECKING:
     import numpy as np
@@ -194,7 +195,7 @@ class Wrapper(Env[WrapperObsType, WrapperActType], Generic[WrapperObsType, Wrapp
 
     def __init__(self, env: Env[ObsType, ActType]):
         if not isinstance(env, Env):
-            raise TypeError(
+            raise InvalidArgumentType(
                 f"{type(self).__name__} expects a gem_core.Env to wrap, got {type(env).__name__}"
             )
         self.env = env

@@ -13,7 +13,7 @@ import pytest
 
 import gem_core
 from gem_core import ActionWrapper, Env, ObservationWrapper, RewardWrapper, Wrapper
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, InvalidArgumentType
 from gem_core.registration import EnvSpec
 from tests.testing_env import GenericTestEnv
 
@@ -159,8 +159,9 @@ def _stack() -> tuple[Wrapper, GenericTestEnv]:
 
 
 def test_wrapper_rejects_a_non_env():
-    with pytest.raises(TypeError, match="Wrapper expects a gem_core.Env to wrap, got dict"):
+    with pytest.raises(TypeError, match="Wrapper expects a gem_core.Env to wrap, got dict") as caught:
         Wrapper({})  # type: ignore[arg-type]
+    assert isinstance(caught.value, InvalidArgumentType)
 
 
 def test_wrapper_does_not_forward_attributes_and_says_how():

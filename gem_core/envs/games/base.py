@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gem_core.core import Env
+from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.grading.extract import extract_boxed
 
 __all__ = [
@@ -179,13 +180,10 @@ class LanguageGame(Env[str, str]):
         invalid_penalty: float = 0.0,
     ):
         if format_error not in FORMAT_ERROR_MODES:
-            raise ValueError(
+            raise InvalidArgument(
                 f"format_error must be one of {FORMAT_ERROR_MODES}, got {format_error!r}"
             )
-        if max_turns is not None and (
-            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
-        ):
-            raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
+        check_positive_int("max_turns", max_turns, allow_none=True)
         self._max_turns_arg = max_turns
         self.max_turns: int = max_turns or 1
         self.format_error = format_error

@@ -8,6 +8,7 @@ from functools import cache
 from importlib import resources
 
 from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
+from gem_core.errors import InvalidArgument
 
 __all__ = ["CrosswordsEnv", "oracle", "load_clues", "build_layout", "Layout", "PlacedWord"]
 
@@ -24,7 +25,7 @@ def load_clues(level: str) -> tuple[tuple[str, str], ...]:
     see ``data/SOURCES.md``): about 240 everyday words and 130 harder ones, 3–11 letters.
     """
     if level not in ("easy", "hard"):
-        raise ValueError(f"level must be 'easy' or 'hard', got {level!r}")
+        raise InvalidArgument(f"level must be 'easy' or 'hard', got {level!r}")
     text = (
         resources.files("gem_core.envs.games").joinpath("data", _DATA).read_text(encoding="utf-8")
     )
@@ -139,7 +140,7 @@ def build_layout(
     every run of letters in the grid is one of the words (checked at the end).
     """
     if num_words > len(pairs):
-        raise ValueError(f"asked for {num_words} words, the list has {len(pairs)}")
+        raise InvalidArgument(f"asked for {num_words} words, the list has {len(pairs)}")
     for _ in range(tries):
         first_word, first_clue = rng.choice(pairs)
         if len(first_word) > min(max_cells, max_side):
@@ -260,7 +261,7 @@ class CrosswordsEnv(LanguageGame):
     ):
         super().__init__(max_turns=max_turns, **game_kwargs)
         if num_words is not None and not (isinstance(num_words, int) and 1 <= num_words <= 8):
-            raise ValueError(f"num_words must be an int in [1, 8] or None, got {num_words!r}")
+            raise InvalidArgument(f"num_words must be an int in [1, 8] or None, got {num_words!r}")
         self._hardcore_arg = hardcore
         self._num_words_arg = num_words
         self.hardcore = bool(hardcore)

@@ -6,6 +6,7 @@ import heapq
 from functools import cache
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["FifteenPuzzleEnv", "oracle", "solve", "manhattan", "is_solvable", "DIRECTIONS"]
 
@@ -161,7 +162,7 @@ def solve(
     """Moves that solve the board: optimal (IDA*, Manhattan heuristic) when found within
     ``node_limit`` expansions, else weighted A* (at most 1.5x optimal)."""
     if not is_solvable(tiles, n):
-        raise ValueError(f"board {list(tiles)} is not solvable")
+        raise InvalidArgument(f"board {list(tiles)} is not solvable")
     plan = _ida_star(list(tiles), n, node_limit)
     return plan if plan is not None else _weighted_a_star(list(tiles), n, _WA_WEIGHT)
 
@@ -219,7 +220,7 @@ class FifteenPuzzleEnv(LanguageGame):
             or not isinstance(num_rows, int)
             or not 2 <= num_rows <= _MAX_ROWS
         ):
-            raise ValueError(
+            raise InvalidArgument(
                 f"num_rows must be an int in [2, {_MAX_ROWS}] or None, got {num_rows!r}"
             )
         if scramble_moves is not None:
@@ -228,11 +229,11 @@ class FifteenPuzzleEnv(LanguageGame):
                 or not isinstance(scramble_moves, int)
                 or scramble_moves < 1
             ):
-                raise ValueError(
+                raise InvalidArgument(
                     f"scramble_moves must be a positive int or None, got {scramble_moves!r}"
                 )
             if max_turns is not None and scramble_moves > max_turns:
-                raise ValueError(
+                raise InvalidArgument(
                     f"scramble_moves={scramble_moves} exceeds max_turns={max_turns}: boards "
                     "could need more moves than the budget allows; lower scramble_moves"
                 )

@@ -7,6 +7,7 @@ from functools import cache
 from operator import itemgetter
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["Game2048Env", "oracle", "slide", "DIRECTIONS"]
 
@@ -131,7 +132,7 @@ class Game2048Env(LanguageGame):
             or target_tile < 8
             or target_tile & (target_tile - 1)
         ):
-            raise ValueError(
+            raise InvalidArgument(
                 f"target_tile must be a power of two >= 8 or None, got {target_tile!r}"
             )
         if (
@@ -139,7 +140,7 @@ class Game2048Env(LanguageGame):
             or not isinstance(board_size, int)
             or not 2 <= board_size <= 8
         ):
-            raise ValueError(f"board_size must be an int in [2, 8], got {board_size!r}")
+            raise InvalidArgument(f"board_size must be an int in [2, 8], got {board_size!r}")
         self._target_arg = target_tile
         self.target_tile = target_tile or 64
         self.board_size = board_size

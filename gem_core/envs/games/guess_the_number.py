@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["GuessTheNumberEnv", "oracle"]
 
@@ -44,9 +45,9 @@ class GuessTheNumberEnv(LanguageGame):
     ):
         super().__init__(max_turns=max_turns, **game_kwargs)
         if (min_number is None) != (max_number is None):
-            raise ValueError("min_number and max_number must both be set or both be None")
+            raise InvalidArgument("min_number and max_number must both be set or both be None")
         if min_number is not None and not (isinstance(min_number, int) and isinstance(max_number, int) and min_number < max_number):
-            raise ValueError(f"need integers min_number < max_number, got {min_number!r}, {max_number!r}")
+            raise InvalidArgument(f"need integers min_number < max_number, got {min_number!r}, {max_number!r}")
         self._range_arg = (min_number, max_number)
         self.min_number = min_number or 1
         self.max_number = max_number or 2
@@ -88,9 +89,10 @@ class GuessTheNumberEnv(LanguageGame):
         return r"Give your guess as \boxed{N} with N an integer."
 
     def render(self) -> str:
-        if not self.guesses:
+        history = self._history
+        if not history:
             return "No guesses yet. Enter your first guess."
-        return f"Guesses so far: {self._history}. Enter your next guess."
+        return f"Guesses so far: {history}. Enter your next guess."
 
     def state_summary(self) -> str:
         return f"Range {self.min_number}-{self.max_number}; target in [{self.low}, {self.high}]. " + self.render()
@@ -104,15 +106,18 @@ class GuessTheNumberEnv(LanguageGame):
         return int(content)
 
     def apply_move(self, guess: int) -> MoveResult | tuple[str, float]:
+        # Positional MoveResult arguments and few attribute reads: this runs every turn.
+        if guess in self._guessed:  # (a guessed number is in range)
+            return MoveResult(
+                f"Turn {self.turn}: you already guessed {guess}.", self.invalid_penalty, False, False, True
+            )
         if guess < self.min_number or guess > self.max_number:
             return MoveResult(
                 f"Turn {self.turn}: {guess} is outside the range {self.min_number}-{self.max_number}.",
                 self.invalid_penalty,
-                invalid=True,
-            )
-        if guess in self._guessed:
-            return MoveResult(
-                f"Turn {self.turn}: you already guessed {guess}.", self.invalid_penalty, invalid=True
+                False,
+                False,
+                True,
             )
         target = self.target
         if guess == target:
@@ -125,11 +130,16 @@ class GuessTheNumberEnv(LanguageGame):
             hint = "higher"
             if guess >= low:
                 self.low = guess + 1
+                removed = guess + 1 - low
+            else:
+                removed = 0
         else:
             hint = "lower"
             if guess <= high:
                 self.high = guess - 1
-        removed = (high - low) - (self.high - self.low)
+                removed = high - guess + 1
+            else:
+                removed = 0
         # _record, inline: this is the common move.
         self.guesses.append((guess, hint))
         self._guessed.add(guess)

@@ -6,6 +6,7 @@ from collections import Counter
 
 from gem_core.envs.games import words
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["HangmanEnv", "oracle", "RANDOM_CONFIGS"]
 
@@ -62,7 +63,7 @@ class HangmanEnv(LanguageGame):
         self.word_list = "web2" if hardcore else "common"
         if word_length is not None:
             if isinstance(word_length, bool) or not isinstance(word_length, int) or not words.words(self.word_list, word_length):
-                raise ValueError(
+                raise InvalidArgument(
                     f"word_length must be one of {list(words.lengths(self.word_list))} or None "
                     f"(word list {self.word_list!r}), got {word_length!r}"
                 )

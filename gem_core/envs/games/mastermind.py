@@ -8,6 +8,7 @@ from functools import lru_cache
 from operator import eq
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["MastermindEnv", "score_guess", "oracle", "RANDOM_CONFIGS"]
 
@@ -84,14 +85,14 @@ class MastermindEnv(LanguageGame):
         super().__init__(max_turns=max_turns, **game_kwargs)
         for name, value in (("code_length", code_length), ("num_numbers", num_numbers)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+                raise InvalidArgument(f"{name} must be a positive int or None, got {value!r}")
         if (
             code_length is not None
             and num_numbers is not None
             and not duplicate_numbers
             and code_length > num_numbers
         ):
-            raise ValueError(
+            raise InvalidArgument(
                 f"a code of {code_length} distinct digits needs num_numbers >= {code_length}, "
                 f"got {num_numbers}; lower code_length or set duplicate_numbers=True"
             )

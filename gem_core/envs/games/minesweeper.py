@@ -7,6 +7,7 @@ from functools import lru_cache
 from math import comb
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["MinesweeperEnv", "mine_probabilities", "oracle"]
 
@@ -82,9 +83,9 @@ class MinesweeperEnv(LanguageGame):
         super().__init__(max_turns=max_turns, **game_kwargs)
         for name, value in (("rows", rows), ("cols", cols), ("num_mines", num_mines)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+                raise InvalidArgument(f"{name} must be a positive int or None, got {value!r}")
         if None not in (rows, cols, num_mines) and num_mines >= rows * cols:
-            raise ValueError(
+            raise InvalidArgument(
                 f"num_mines must be below rows x cols = {rows * cols} (at least one safe cell), "
                 f"got {num_mines}"
             )

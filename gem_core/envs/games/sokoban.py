@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["SokobanEnv", "oracle", "solve", "generate_room"]
 
@@ -354,11 +355,11 @@ class SokobanEnv(LanguageGame):
         if dim_room is not None:
             dim_room = tuple(dim_room)
             if len(dim_room) != 2 or not all(isinstance(v, int) and 5 <= v <= 20 for v in dim_room):
-                raise ValueError(
+                raise InvalidArgument(
                     f"dim_room must be (rows, cols) with 5 <= each <= 20, got {dim_room!r}"
                 )
         if num_boxes is not None and not (isinstance(num_boxes, int) and 1 <= num_boxes <= 8):
-            raise ValueError(f"num_boxes must be an int in [1, 8] or None, got {num_boxes!r}")
+            raise InvalidArgument(f"num_boxes must be an int in [1, 8] or None, got {num_boxes!r}")
         self._dim_arg = dim_room
         self._boxes_arg = num_boxes
         self.dim_room: tuple[int, int] = dim_room or (6, 6)
@@ -412,19 +413,19 @@ class SokobanEnv(LanguageGame):
             for line in board.strip().splitlines()
         ]
         if not rows or any(len(r) != len(rows[0]) for r in rows):
-            raise ValueError("board rows must all have the same number of symbols")
+            raise InvalidArgument("board rows must all have the same number of symbols")
         n_rows, n_cols = len(rows), len(rows[0])
         floor, targets, boxes, players = [], [], [], []
         for r, row in enumerate(rows):
             for c, sym in enumerate(row):
                 i = r * n_cols + c
                 if sym not in "#_OX√PS":
-                    raise ValueError(
+                    raise InvalidArgument(
                         f"unknown symbol {sym!r} at row {r}, column {c}; expected one of # _ O X √ P S"
                     )
                 border = r in (0, n_rows - 1) or c in (0, n_cols - 1)
                 if sym != "#" and border:
-                    raise ValueError(f"the border must be wall, got {sym!r} at row {r}, column {c}")
+                    raise InvalidArgument(f"the border must be wall, got {sym!r} at row {r}, column {c}")
                 floor.append(sym != "#")
                 if sym in "O√S":
                     targets.append(i)
@@ -433,7 +434,7 @@ class SokobanEnv(LanguageGame):
                 if sym in "PS":
                     players.append(i)
         if len(players) != 1 or not boxes or len(boxes) != len(targets):
-            raise ValueError(
+            raise InvalidArgument(
                 f"need one player and as many boxes as goals, got {len(players)} players, "
                 f"{len(boxes)} boxes and {len(targets)} goals"
             )

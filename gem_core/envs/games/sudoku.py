@@ -6,6 +6,7 @@ import random
 from functools import cache
 
 from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
+from gem_core.errors import InvalidArgument
 
 __all__ = ["SudokuEnv", "oracle", "count_solutions", "generate_puzzle", "MAX_CLUES"]
 
@@ -191,11 +192,11 @@ class SudokuEnv(LanguageGame):
     ):
         super().__init__(max_turns=max_turns, **game_kwargs)
         if scale is not None and scale not in MAX_CLUES:
-            raise ValueError(f"scale must be 4, 9 or None, got {scale!r}")
+            raise InvalidArgument(f"scale must be 4, 9 or None, got {scale!r}")
         if clues is not None:
             cap = MAX_CLUES[scale] if scale is not None else min(MAX_CLUES.values())
             if isinstance(clues, bool) or not isinstance(clues, int) or not 1 <= clues <= cap:
-                raise ValueError(
+                raise InvalidArgument(
                     f"clues (the number of empty cells) must be an int in [1, {cap}] for "
                     f"scale={scale}, got {clues!r}"
                 )

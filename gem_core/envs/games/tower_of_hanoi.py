@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 
 from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
+from gem_core.errors import InvalidArgument
 
 __all__ = ["TowerofHanoiEnv", "oracle", "distance_to_goal", "PEGS"]
 
@@ -115,7 +116,7 @@ class TowerofHanoiEnv(LanguageGame):
             or not isinstance(num_disks, int)
             or not 1 <= num_disks <= 20
         ):
-            raise ValueError(f"num_disks must be an int in [1, 20] or None, got {num_disks!r}")
+            raise InvalidArgument(f"num_disks must be an int in [1, 20] or None, got {num_disks!r}")
         self._num_disks_arg = num_disks
         self.num_disks = num_disks or 3
         self.progress_scale = float(progress_scale)

@@ -6,6 +6,7 @@ import string
 
 from gem_core.envs.games.base import LanguageGame, MoveResult, MoveScanner
 from gem_core.envs.games.crosswords import load_clues
+from gem_core.errors import InvalidArgument
 
 __all__ = ["WordSearchEnv", "oracle", "build_grid"]
 
@@ -158,7 +159,7 @@ class WordSearchEnv(LanguageGame):
     ):
         super().__init__(max_turns=max_turns, **game_kwargs)
         if num_words is not None and not (isinstance(num_words, int) and 1 <= num_words <= 12):
-            raise ValueError(f"num_words must be an int in [1, 12] or None, got {num_words!r}")
+            raise InvalidArgument(f"num_words must be an int in [1, 12] or None, got {num_words!r}")
         self._num_words_arg = num_words
         self._hardcore_arg = hardcore
         self.num_words = num_words or 5

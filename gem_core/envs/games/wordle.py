@@ -6,6 +6,7 @@ from collections import Counter
 
 from gem_core.envs.games import words
 from gem_core.envs.games.base import LanguageGame, MoveResult
+from gem_core.errors import InvalidArgument
 
 __all__ = ["WordleEnv", "score_word", "oracle"]
 
@@ -87,7 +88,7 @@ class WordleEnv(LanguageGame):
         if word_length is not None:
             if isinstance(word_length, bool) or not isinstance(word_length, int) or not words.words("common", word_length):
                 available = [n for n in words.lengths("common")]
-                raise ValueError(f"word_length must be one of {available} or None, got {word_length!r}")
+                raise InvalidArgument(f"word_length must be one of {available} or None, got {word_length!r}")
         self._length_arg = word_length
         self.word_length = word_length or 5
         self.only_real_words = bool(only_real_words)

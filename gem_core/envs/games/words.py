@@ -15,6 +15,8 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
+from gem_core.errors import InvalidArgument
+
 __all__ = ["WORD_LISTS", "words", "word_set", "lengths"]
 
 WORD_LISTS = ("common", "web2")
@@ -23,7 +25,7 @@ WORD_LISTS = ("common", "web2")
 @cache
 def _load(name: str) -> dict[int, tuple[str, ...]]:
     if name not in WORD_LISTS:
-        raise ValueError(f"unknown word list {name!r}; expected one of {WORD_LISTS}")
+        raise InvalidArgument(f"unknown word list {name!r}; expected one of {WORD_LISTS}")
     text = (resources.files("gem_core.envs.games") / "data" / f"words_{name}.txt").read_text("ascii")
     by_length: dict[int, list[str]] = {}
     for word in sorted(set(text.upper().split())):

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gem_core.envs.games import words
 from gem_core.envs.games.base import MAX_BOX_CHARS, LanguageGame, MoveResult
+from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
+from gem_core.envs.games.sudoku import SudokuEnv
+from gem_core.envs.games.tower_of_hanoi import TowerofHanoiEnv
+from gem_core.errors import InvalidArgument
 from gem_core.grading.extract import extract_boxed
 
 
@@ -91,3 +98,24 @@ def test_step_reports_a_non_text_action_as_a_format_error():
     obs, reward, terminated, truncated, info = env.step(12)
     assert info["format_error"] is True and (reward, terminated, truncated) == (-0.1, False, False)
     assert obs.startswith("Format error at turn 1: the action must be text, got int.")
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: GuessTheNumberEnv(format_error="crash"),
+            re.escape("format_error must be one of ('terminate', 'retry'), got 'crash'"),
+        ),
+        (lambda: GuessTheNumberEnv(max_turns=0), "max_turns must be a positive int or None, got 0"),
+        (lambda: GuessTheNumberEnv(min_number=5, max_number=5), "need integers min_number < max_number, got 5, 5"),
+        (lambda: TowerofHanoiEnv(num_disks=0), r"num_disks must be an int in \[1, 20\] or None, got 0"),
+        (lambda: SudokuEnv(scale=5), "scale must be 4, 9 or None, got 5"),
+        (lambda: words.words("klingon", 5), "unknown word list 'klingon'; expected one of"),
+    ],
+    ids=["format_error", "max_turns", "range", "num_disks", "scale", "word-list"],
+)
+def test_bad_game_settings_raise_invalid_argument(build, message):
+    with pytest.raises(InvalidArgument, match=message) as caught:
+        build()
+    assert isinstance(caught.value, ValueError), "callers catching ValueError must keep working"
