@@ -170,6 +170,7 @@ class LanguageGame(Env[str, str]):
     # `_step_after_end` is set by the `OrderEnforcing` that hands its check to this game.
     keeps_episode_books = True
     _step_after_end: Callable[[], None] | None = None
+    _own_observe: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -235,6 +236,16 @@ class LanguageGame(Env[str, str]):
         """A compact summary of the episode so far (for the ``summary`` history format)."""
         return self.render()
 
+    def observe(self, feedback: str) -> str:
+        """The observation after a move that does not end the game: ``feedback``, a blank
+        line, then `render`. A game may override it to build the same text in one go."""
+        return f"{feedback}\n\n{self.render()}"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Whether `step` calls `observe` or builds its default text inline (one call fewer).
+        cls._own_observe = cls.observe is not LanguageGame.observe
+
     def format_hint(self) -> str:
         """One line telling the agent the expected action format."""
         return r"Put your move in \boxed{...}."
@@ -293,7 +304,7 @@ class LanguageGame(Env[str, str]):
             self.success = success = False
             truncated = turn >= self.max_turns
             self.done = truncated
-            obs = f"{feedback}\n\n{self.render()}"
+            obs = self.observe(feedback) if self._own_observe else f"{feedback}\n\n{self.render()}"
             if truncated:
                 obs = f"{obs}\n\nYou have used all {self.max_turns} turns. Game over."
         info = {

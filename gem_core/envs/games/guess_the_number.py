@@ -94,6 +94,12 @@ class GuessTheNumberEnv(LanguageGame):
             return "No guesses yet. Enter your first guess."
         return f"Guesses so far: {history}. Enter your next guess."
 
+    def observe(self, feedback: str) -> str:
+        history = self._history  # render(), in the same string
+        if not history:
+            return f"{feedback}\n\nNo guesses yet. Enter your first guess."
+        return f"{feedback}\n\nGuesses so far: {history}. Enter your next guess."
+
     def state_summary(self) -> str:
         return f"Range {self.min_number}-{self.max_number}; target in [{self.low}, {self.high}]. " + self.render()
 

@@ -91,3 +91,21 @@ def test_bad_constructor_arguments_are_named():
     with pytest.raises(gem_core.errors.InvalidArgument, match="min_number") as caught:
         gem_core.make("game:GuessTheNumber-v0-easy", min_number=10, max_number=3)
     assert "while making env 'game:GuessTheNumber-v0-easy'" in " ".join(getattr(caught.value, "__notes__", []))
+
+
+def test_observation_is_the_feedback_then_the_view_render_shows():
+    # observe() builds the text in one go; it must equal the base's feedback + render().
+    env = GuessTheNumberEnv(min_number=1, max_number=10, max_turns=6)
+    env.reset(seed=0)
+    env.target = 7
+    for guess, feedback in [
+        (99, "Turn 1: 99 is outside the range 1-10."),
+        (3, "Turn 2: you guessed 3; the target is higher than 3."),
+        (3, "Turn 3: you already guessed 3."),
+        (9, "Turn 4: you guessed 9; the target is lower than 9."),
+    ]:
+        obs = env.step(f"\\boxed{{{guess}}}")[0]
+        assert obs == f"{feedback}\n\n{env.render()}"
+    assert env.render() == "Guesses so far: 3 (higher), 9 (lower). Enter your next guess."
+    env.reset(seed=0)
+    assert env.step(r"\boxed{0}")[0].endswith("\n\nNo guesses yet. Enter your first guess.")
