@@ -16,11 +16,6 @@ SCALE = 0.1
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id))
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_solves_seeds_0_to_199(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

@@ -33,11 +33,6 @@ def _apply(tiles: list[int], n: int, moves: list[str]) -> list[int]:
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_solves_every_seed(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

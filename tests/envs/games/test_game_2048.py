@@ -16,11 +16,6 @@ IDS = [
 ]
 
 
-@pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
 def test_oracle_reaches_the_easy_target():
     env = gem_core.make("game:Game2048-v0-easy")
     wins = sum(play_oracle_episode(env, seed=seed)[0] for seed in range(200))

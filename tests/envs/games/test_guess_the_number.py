@@ -14,11 +14,6 @@ IDS = ["game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard", "game:Guess
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_always_wins_within_the_binary_search_bound(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

@@ -20,11 +20,6 @@ from gem_core.envs.games.oracles import play_oracle_episode
 IDS = ["game:Hangman-v0-easy", "game:Hangman-v0-hard", "game:Hangman-v0-random"]
 
 
-@pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
 @pytest.mark.parametrize("env_id,floor", [(IDS[0], 0.75), (IDS[1], 1.0), (IDS[2], 0.85)])
 def test_oracle_success_rate(env_id, floor):
     env = gem_core.make(env_id)

@@ -21,11 +21,6 @@ IDS = ["game:Minesweeper-v0-easy", "game:Minesweeper-v0-hard", "game:Minesweeper
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_first_reveal_is_always_safe_and_opens_an_area(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

@@ -13,11 +13,6 @@ IDS = ["game:Sokoban-v0-easy", "game:Sokoban-v0-hard", "game:Sokoban-v0-random"]
 SCALE = 0.1  # default progress_scale
 
 
-@pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id))
-
-
 def _replay(env: SokobanEnv, moves: list[int]) -> bool:
     """Play direction indices; True when the last one wins and none is invalid."""
     info = {}

@@ -29,11 +29,6 @@ def _is_valid_solution(grid: list[int], scale: int) -> bool:
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_solves_every_seed(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

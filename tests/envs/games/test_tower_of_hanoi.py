@@ -15,11 +15,6 @@ IDS = ["game:TowerofHanoi-v0-easy", "game:TowerofHanoi-v0-hard", "game:TowerofHa
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_solves_every_seed_optimally(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):

@@ -45,11 +45,6 @@ def test_word_lists_ship_and_cover_the_variant_lengths():
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    gem_core.check_env(gem_core.make(env_id), warn=False)
-
-
-@pytest.mark.parametrize("env_id", IDS)
 def test_oracle_finds_every_seed(env_id):
     env = gem_core.make(env_id)
     for seed in range(200):
