@@ -245,14 +245,9 @@ def args_problem(args: Args) -> str | None:
 def parse_args(argv: list[str] | None = None) -> Args:
     """Parse the command line into `Args` with tyro: one ``--kebab-case`` option per field,
     its help the docstring under the field; exit 2 with a message on a bad combination."""
-    import tyro
+    from gem_core.rl.recipe_cli import parse_recipe_args
 
-    args = tyro.cli(Args, args=argv, description=(__doc__ or "").split("\n\n")[0])
-    problem = args_problem(args)
-    if problem is not None:
-        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
-    return args
+    return parse_recipe_args(Args, argv, description=__doc__, problem=args_problem)[0]
 
 
 class ScalarLogger:

@@ -121,18 +121,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
     """`Args` from ``--kebab-case`` options with tyro (each one's help is the docstring under
     its field); everything after ``--`` is extra OpenRLHF flags. Exits 2 with a message on a
     bad combination; then computes the derived sizes."""
-    import tyro
+    from gem_core.rl.recipe_cli import parse_recipe_args
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, extra = argv[:cut], argv[cut + 1 :]
-    args = tyro.cli(Args, args=argv, description=(__doc__ or "").split("\n\n")[0])
-    problem = args_problem(args)
-    if problem is not None:
-        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+    args, extra = parse_recipe_args(Args, argv, description=__doc__, problem=args_problem, passthrough=True)
     args.vllm_num_engines = args.n_gpus_per_node * args.nnodes // args.vllm_tensor_parallel_size
     return args, extra
 

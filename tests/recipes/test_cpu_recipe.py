@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gem_core.rl.recipe_cli import field_docs
+
 pytest.importorskip("torch", reason="the CPU recipe needs gem-core[rl] (torch)")
 pytest.importorskip("transformers", reason="the CPU recipe needs gem-core[rl] (transformers)")
 
@@ -96,19 +98,6 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def _field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field, by name (what tyro shows as its help)."""
-    import ast
-    import inspect
-
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[union-attr]
-    return docs
-
-
 def test_help_shows_every_field_with_its_docstring() -> None:
     import dataclasses
     import importlib.util
@@ -126,7 +115,7 @@ def test_help_shows_every_field_with_its_docstring() -> None:
     sys.modules[spec.name] = module  # dataclasses look their module up
     try:
         spec.loader.exec_module(module)
-        docs = _field_docs(module.Args)
+        docs = field_docs(module.Args)
     finally:
         del sys.modules[spec.name]
     for field in dataclasses.fields(module.Args):

@@ -3,15 +3,15 @@ and the recipe's own argument checks, the derived sizes, the ``--`` passthrough 
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
 import os
 import re
 import subprocess
 import sys
 
 import pytest
+
+from gem_core.rl.recipe_cli import field_docs
 
 pytest.importorskip("openrlhf", reason="gem-openrlhf's tests need openrlhf (make test-openrlhf builds its venv)")
 
@@ -25,23 +25,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def _field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field, by name (what tyro shows as its help)."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[union-attr]
-    return docs
-
-
 def test_help_shows_every_option_with_its_docstring():
     out = _run("--help")
     assert out.returncode == 0, out.stderr[-2000:]
     flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out.stdout).split())  # tyro's boxes and wrapping away
     assert "Multi-turn REINFORCE + ReBN on GEM envs with OpenRLHF" in flat
     args = load_recipe().Args
-    docs = _field_docs(args)
+    docs = field_docs(args)
     for field in dataclasses.fields(args):
         flag = "--" + field.name.replace("_", "-")
         assert docs.get(field.name), f"Args.{field.name} has no docstring"

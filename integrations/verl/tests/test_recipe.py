@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
-import inspect
 import json
 import os
 import re
@@ -14,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from gem_core.rl.recipe_cli import field_docs
 
 pytest.importorskip("verl", reason="gem-verl's tests need verl installed (make test-verl builds its venv)")
 
@@ -27,16 +27,6 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def _field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each dataclass field, by name (what tyro shows as its help)."""
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[union-attr]
-    return docs
-
-
 def _recipe_args() -> tuple[type, dict[str, str]]:
     """The recipe's `Args` and its field docstrings."""
     spec = importlib.util.spec_from_file_location("verl_rebn_recipe", RECIPE)
@@ -44,7 +34,7 @@ def _recipe_args() -> tuple[type, dict[str, str]]:
     sys.modules[spec.name] = module  # dataclasses and inspect look their module up
     try:
         spec.loader.exec_module(module)
-        return module.Args, _field_docs(module.Args)
+        return module.Args, field_docs(module.Args)
     finally:
         del sys.modules[spec.name]
 
