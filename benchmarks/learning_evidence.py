@@ -18,12 +18,15 @@ Launch (about 12 recipe runs; the default budget takes roughly an hour on 2 CPU 
 Runs land in ``benchmarks/results/learning/<tag>/`` (gitignored); a run whose
 ``summary.json`` exists is reused (``--force`` reruns it), so an interrupted experiment
 resumes. The tables are printed and written to ``benchmarks/results/learning/<tag>.md``;
-the figures of record are copied by hand into ``benchmarks/LEARNING.md``.
+one figure per comparison (``<tag>-<group>.png``: success and turns over iterations, mean ±
+one std over seeds) is written beside them. The tables and figures of record are copied by
+hand into ``benchmarks/LEARNING.md`` and ``benchmarks/figures/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import shlex
@@ -50,19 +53,28 @@ CONFIGS: dict[str, list[str]] = {
 # The slack setting: the same 1-10 game with 10 turns instead of 4, so that a linear search
 # also wins within the budget and a policy has room to solve in more or fewer turns.
 SLACK = ["--max-turns", "10"]
-for _name in list(CONFIGS):
+# The negative-reward setting: the easy game with penalties, so that returns can be below 0
+# and plain REINFORCE's missing baseline can cost it: a repeated or out-of-range guess pays
+# -0.2 (no state change), and a malformed answer pays the env's format penalty (-0.1) and
+# may be retried within the turn budget instead of ending the episode.
+NEGATIVE = ["--format-error", "retry", "--env-kwargs", '{"invalid_penalty": -0.2}']
+for _name in [n for n in CONFIGS if n != "rebn_g1.0"]:
+    CONFIGS[f"neg_{_name}"] = [*CONFIGS[_name], *NEGATIVE]
+for _name in [n for n in CONFIGS if not n.startswith("neg_")]:
     CONFIGS[f"slack_{_name}"] = [*CONFIGS[_name], *SLACK]
 GROUPS = {
     "gamma": ["rebn_g0.9", "rebn_g1.0"],
     "estimators": ["rebn_g0.9", "grpo_g0.9", "reinforce_g0.9", "ppo_g0.9"],
     "slack_gamma": ["slack_rebn_g0.9", "slack_rebn_g1.0"],
     "slack_estimators": ["slack_rebn_g0.9", "slack_grpo_g0.9", "slack_reinforce_g0.9", "slack_ppo_g0.9"],
+    "negative": ["neg_rebn_g0.9", "neg_reinforce_g0.9", "neg_grpo_g0.9", "neg_ppo_g0.9"],
 }
 TITLES = {
     "gamma": "Discount: γ = 0.9 vs γ = 1.0 (ReBN)",
     "estimators": "Estimators, same budget (γ = 0.9)",
     "slack_gamma": "Discount with slack (1-10 in 10 turns): γ = 0.9 vs γ = 1.0 (ReBN)",
     "slack_estimators": "Estimators with slack (1-10 in 10 turns), same budget (γ = 0.9)",
+    "negative": "Negative rewards (invalid guess -0.2, format error -0.1 and retry), same budget (γ = 0.9)",
 }
 
 
@@ -70,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="recipe seeds per configuration")
     p.add_argument("--only", choices=["all", *GROUPS], nargs="+", default=["all"], help="which comparisons to run")
+    p.add_argument("--configs", choices=list(CONFIGS), nargs="+", default=None, help="run only these configurations (of the chosen groups); the report still shows every run of the tag")
     p.add_argument("--iterations", type=int, default=None, help="override the recipe's --iterations (reduced budget)")
     p.add_argument("--episodes-per-iter", type=int, default=None, help="override the recipe's --episodes-per-iter")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out evaluation episodes per run")
@@ -153,6 +166,94 @@ def config_row(name: str, runs: list[dict[str, Any]]) -> str:
     )
 
 
+def collect_results(out_dir: Path, names: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each configuration's finished runs under ``out_dir`` (by seed), with their metrics."""
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        paths = sorted(out_dir.glob(f"{name}__s*/summary.json"), key=lambda p: int(p.parent.name.rsplit("__s", 1)[1]))
+        for path in paths:
+            summary = json.loads(path.read_text())
+            summary["curve"] = read_curve(path.parent / "metrics.csv")
+            results.setdefault(name, []).append(summary)
+    return results
+
+
+def read_curve(path: Path) -> dict[str, list[float]]:
+    """The per-iteration columns of a run's metrics.csv (empty cells as NaN)."""
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {k: [float(r[k]) if r[k] not in ("", None) else math.nan for r in rows] for k in rows[0]} if rows else {}
+
+
+def smooth(values: list[float], window: int) -> list[float]:
+    """Trailing moving average over ``window`` iterations (NaNs skipped)."""
+    out = []
+    for i in range(len(values)):
+        part = [v for v in values[max(0, i - window + 1) : i + 1] if math.isfinite(v)]
+        out.append(statistics.mean(part) if part else math.nan)
+    return out
+
+
+def band(curves: list[list[float]]) -> tuple[list[float], list[float], list[float]]:
+    """Mean and mean -/+ one std across seeds, iteration by iteration (up to the shortest run)."""
+    n = min(len(c) for c in curves)
+    mean, lo, hi = [], [], []
+    for i in range(n):
+        vals = [c[i] for c in curves if math.isfinite(c[i])]
+        m = statistics.mean(vals) if vals else math.nan
+        sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        mean.append(m), lo.append(m - sd), hi.append(m + sd)
+    return mean, lo, hi
+
+
+def write_figures(results_dir: Path, tag: str, results: dict[str, list[dict[str, Any]]], window: int = 10) -> dict[str, Path]:
+    """One figure per comparison group with at least two configurations: sampled success and
+    mean turns over iterations (each seed smoothed over ``window`` iterations, then mean ±
+    one std across seeds), with the held-out greedy evaluations as points with error bars."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install 'gem-core[rl]'): no figures")
+        return {}
+    written: dict[str, Path] = {}
+    for group, title in TITLES.items():
+        present = [n for n in GROUPS[group] if any(r.get("curve") for r in results.get(n, []))]
+        if len(present) < 2:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for k, name in enumerate(present):
+            runs = [r for r in results[name] if r.get("curve")]
+            color = f"C{k}"
+            its = runs[0]["curve"]["iteration"]
+            for ax, column in zip(axes, ("charts/success_rate", "charts/mean_turns"), strict=True):
+                mean, lo, hi = band([smooth(r["curve"][column], window) for r in runs])
+                x = its[: len(mean)]
+                ax.plot(x, mean, color=color, label=f"{name} ({len(runs)} seeds)")
+                ax.fill_between(x, lo, hi, color=color, alpha=0.2)
+            evals = [(i, [r["curve"]["eval/success_rate"][j] for r in runs]) for j, i in enumerate(its) if all(j < len(r["curve"]["iteration"]) and math.isfinite(r["curve"]["eval/success_rate"][j]) for r in runs)]
+            if evals:
+                ys = [statistics.mean(v) for _, v in evals]
+                es = [statistics.stdev(v) if len(v) > 1 else 0.0 for _, v in evals]
+                axes[0].errorbar([i for i, _ in evals], ys, yerr=es, fmt="o", color=color, capsize=3, markersize=4)
+        budget = results[present[0]][0].get("turn_budget")
+        axes[0].set(xlabel="iteration", ylabel="success rate", title="success (line: sampled, training; points: held-out greedy)", ylim=(0, 1.02))
+        axes[1].set(xlabel="iteration", ylabel="mean turns per episode", title=f"turns (budget {budget})")
+        axes[0].legend(fontsize=8, loc="lower right")
+        fig.suptitle(f"{title} — {tag}, mean ± 1 std over seeds, {window}-iteration moving average", fontsize=10)
+        fig.tight_layout()
+        path = results_dir / f"{tag}-{group}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written[group] = path
+        print(f"wrote {path}")
+    return written
+
+
 HEADER = (
     "| configuration | seeds | held-out success (mean ± std) | per seed | turns (unsolved = budget) | "
     "turns to solve | wall time (s) |\n|---|---|---|---|---|---|---|"
@@ -162,15 +263,20 @@ HEADER = (
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     names = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
+    if args.configs is not None:
+        names = [n for n in names if n in args.configs]
     out_dir = args.results_dir / args.tag
     out_dir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, list[dict[str, Any]]] = {}
     t0 = time.perf_counter()
     jobs = [(name, seed) for name in names for seed in args.seeds]
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        summaries = list(pool.map(lambda job: run_one(args, job[0], job[1], out_dir), jobs))
-    for (name, _seed), summary in zip(jobs, summaries, strict=True):
-        results.setdefault(name, []).append(summary)
+        list(pool.map(lambda job: run_one(args, job[0], job[1], out_dir), jobs))
+    # The report covers every finished run of the tag in the chosen groups (earlier
+    # invocations' too), so an experiment can be run in parts.
+    reported = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
+    results = collect_results(out_dir, reported)
+    if not results:
+        raise SystemExit(f"no finished run under {out_dir}")
 
     any_run = next(iter(results.values()))[0]
     rargs = any_run["args"]
@@ -206,11 +312,14 @@ def main(argv: list[str] | None = None) -> None:
             continue
         lines += ["", f"## {title}", "", HEADER]
         lines += [config_row(n, results[n]) for n in present]
+    figures = write_figures(args.results_dir, args.tag, results)
+    if figures:
+        lines += ["", "## Figures", ""] + [f"![{group}]({path.name})" for group, path in figures.items()]
     report = "\n".join(lines) + "\n"
     print("\n" + report)
     (args.results_dir / f"{args.tag}.md").write_text(report)
     (args.results_dir / f"{args.tag}.json").write_text(
-        json.dumps({n: [{"eval": r["eval"], "args": r["args"], "turn_budget": r.get("turn_budget"), "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
+        json.dumps({n: [{"run_name": r["run_name"], "eval": r["eval"], "args": r["args"], "turn_budget": r.get("turn_budget"), "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
     )
     print(f"wrote {args.results_dir / f'{args.tag}.md'}")
 
