@@ -287,7 +287,10 @@ class LanguageGame(Env[str, str]):
         if move is None:
             return self._format_error(action, content)
 
-        result = self.apply_move(move)
+        return self._conclude(turn, content, self.apply_move(move))
+
+    def _conclude(self, turn: int, content: str, result: Any):
+        """The step's return for ``result``, what `apply_move` returned at ``turn``."""
         if type(result) is tuple:  # (feedback, reward): a valid move that does not end the game
             feedback, reward = result
             terminated = invalid = False

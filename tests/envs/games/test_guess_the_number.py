@@ -104,3 +104,47 @@ def test_observation_is_the_feedback_then_the_view_render_shows():
     assert env.render() == "Guesses so far: 3 (higher), 9 (lower). Enter your next guess."
     env.reset(seed=0)
     assert env.step(r"\boxed{0}")[0].endswith("\n\nNo guesses yet. Enter your first guess.")
+
+
+class _GeneralPath(GuessTheNumberEnv):
+    """A subclass: `GuessTheNumberEnv.step` sends it down LanguageGame.step's general path."""
+
+
+@pytest.mark.parametrize("variant", [{"min_number": 1, "max_number": 10, "max_turns": 4},
+                                     {"min_number": 1, "max_number": 50, "max_turns": 7},
+                                     {"min_number": None, "max_number": None, "max_turns": None},
+                                     {"min_number": 1, "max_number": 2000, "max_turns": 12}])
+def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant):
+    """The fast `step` against LanguageGame.step, action by action: same observation,
+    reward, flags, info and state, on ordinary guesses and on every odd box content."""
+    import random
+
+    odd = ["\\boxed{ 7 }", "\\boxed{07}", "\\boxed{+7}", "\\boxed{-3}", "\\boxed{7.5}", "\\boxed{}",
+           "\\boxed{1_0}", "\\boxed{\u0663}", "\\boxed{\\boxed{3}}", "\\boxed{{3}}", "\\boxed{3",
+           "no box", "\\boxed{3} then \\boxed{4}", "\\boxed{" + "9" * 31 + "}",
+           "\\boxed{" + " " * 40 + "5}", "\\boxed{1023}", "\\boxed{1024}", "\\boxed{0}",
+           "x \\boxed{5} \\frac{1}{2}", None, 7]
+    rng = random.Random(0)
+    fast, general = GuessTheNumberEnv(**variant), _GeneralPath(**variant)
+    assert type(fast)._fast_step and not type(general)._fast_step
+    steps = fast_moves = 0
+    for seed in range(200):
+        assert fast.reset(seed=seed) == general.reset(seed=seed)
+        done = False
+        while not done:
+            roll = rng.random()
+            if roll < 0.15:
+                action = rng.choice(odd)
+            elif roll < 0.25:
+                action = f"\\boxed{{{rng.randint(-5, 2100)}}}"
+            else:
+                action = f"I guess \\boxed{{{rng.randint(fast.min_number, fast.max_number)}}}"
+            out_fast, out_general = fast.step(action), general.step(action)
+            assert out_fast == out_general, (seed, action)
+            assert type(out_fast[1]) is float
+            assert (fast.turn, fast.low, fast.high, fast.guesses, fast.done, fast.success) == (
+                general.turn, general.low, general.high, general.guesses, general.done, general.success)
+            fast_moves += "parsed_action" in out_fast[4] and not out_fast[4]["invalid_action"] and not out_fast[2]
+            done = out_fast[2] or out_fast[3]
+            steps += 1
+    assert steps > 300 and fast_moves > 100  # the fast path was exercised, not only the fallbacks
