@@ -162,8 +162,19 @@ def config_row(name: str, runs: list[dict[str, Any]]) -> str:
         f"| {name} | {len(runs)} | {mean_std([t['success_rate'] for t in trained])} | {per_seed} | "
         f"{mean_std([turns_with_budget(r) for r in runs])} | "
         f"{mean_std([t['turns_to_solve'] for t in trained])} | "
+        f"{mean_std([late_training(r, 'charts/success_rate') for r in runs])} | "
+        f"{mean_std([late_training(r, 'charts/mean_turns') for r in runs])} | "
         f"{mean_std([r['wall_time_s'] for r in runs])} |"
     )
+
+
+LATE_ITERATIONS = 20
+
+
+def late_training(run: dict[str, Any], column: str, last: int = LATE_ITERATIONS) -> float | None:
+    """Mean of a training-batch column (sampled episodes) over the run's last iterations."""
+    values = [v for v in run.get("curve", {}).get(column, [])[-last:] if math.isfinite(v)]
+    return statistics.mean(values) if values else None
 
 
 def collect_results(out_dir: Path, names: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -256,7 +267,8 @@ def write_figures(results_dir: Path, tag: str, results: dict[str, list[dict[str,
 
 HEADER = (
     "| configuration | seeds | held-out success (mean ± std) | per seed | turns (unsolved = budget) | "
-    "turns to solve | wall time (s) |\n|---|---|---|---|---|---|---|"
+    f"turns to solve | sampled success, last {LATE_ITERATIONS} it. | sampled turns, last {LATE_ITERATIONS} it. "
+    "| wall time (s) |\n|---|---|---|---|---|---|---|---|---|"
 )
 
 
