@@ -11,6 +11,7 @@ from gem_core.errors import InvalidArgument
 __all__ = ["FifteenPuzzleEnv", "oracle", "solve", "manhattan", "is_solvable", "DIRECTIONS"]
 
 DIRECTIONS = ("up", "down", "left", "right")
+_DIRECTION_SET = frozenset(DIRECTIONS)
 # (num_rows, max_turns) pairs of the reference GEM's -random variant.
 _RANDOM_CONFIGS = ((2, 10), (3, 20), (4, 50))
 _DEFAULT_TURNS = dict(_RANDOM_CONFIGS)
@@ -318,6 +319,10 @@ class FifteenPuzzleEnv(LanguageGame):
     def render(self) -> str:
         return f"Board:\n{self._grid()}\nTurn {self.turn}/{self.max_turns}. Enter your move."
 
+    def observe(self, feedback: str) -> str:
+        # ``f"{feedback}\n\n{self.render()}"`` in one string.
+        return f"{feedback}\n\nBoard:\n{self._grid()}\nTurn {self.turn}/{self.max_turns}. Enter your move."
+
     def state_summary(self) -> str:
         rows = " / ".join(
             " ".join(
@@ -333,10 +338,12 @@ class FifteenPuzzleEnv(LanguageGame):
 
     # --- rules ---------------------------------------------------------------------------
     def parse_move(self, content: str) -> str | None:
+        if content in _DIRECTION_SET:  # the usual move, already clean
+            return content
         move = content.strip().lower()
-        return move if move in DIRECTIONS else None
+        return move if move in _DIRECTION_SET else None
 
-    def apply_move(self, move: str) -> MoveResult:
+    def apply_move(self, move: str) -> MoveResult | tuple[str, float]:
         nb = self._targets[self.blank].get(move)
         if nb is None:
             return MoveResult(
@@ -362,7 +369,7 @@ class FifteenPuzzleEnv(LanguageGame):
             )
         m0 = self.start_distance
         reward = self.progress_scale * (min(before, m0) - min(self.distance, m0)) / m0
-        return MoveResult(f"Turn {self.turn}: tile {t} slid {move}.", reward)
+        return f"Turn {self.turn}: tile {t} slid {move}.", reward  # MoveResult(feedback, reward)
 
     def sample_random_action(self) -> str:
         return f"\\boxed{{{self.rng.choice(DIRECTIONS)}}}"
