@@ -641,12 +641,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if batch.num_samples == 0:  # every episode of the batch failed (see charts/error_episodes)
             print(f"iteration {it}: no episode to learn from; the update is skipped", flush=True)
         model.train()
+        ref_logps: dict[int, torch.Tensor] = {}  # per chunk: the reference is fixed, so ppo's later epochs reuse it
         for _epoch in range(args.ppo_epochs if critic is not None else 1):
             sums = dict.fromkeys(("loss", "kl", "entropy", "mismatch", "adv_abs", "value_loss"), 0.0)
             optimizer.zero_grad()
             if critic_optimizer is not None:
                 critic_optimizer.zero_grad()
-            for rows in chunks_of(batch):
+            for chunk, rows in enumerate(chunks_of(batch)):
                 mb = batch.select(rows).to_torch()
                 mask, old_logp, adv = mb["loss_mask"], mb["old_logprobs"], mb["advantages"]
                 logp = rl.sequence_logprobs(model, mb["input_ids"], mb["attention_mask"])
@@ -667,8 +668,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         value_loss.backward()
                         sums["value_loss"] += value_loss.item()
                 if reference is not None:
-                    with torch.no_grad():
-                        ref_logp = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
+                    ref_logp = ref_logps.get(chunk)
+                    if ref_logp is None:
+                        with torch.no_grad():
+                            ref_logp = ref_logps[chunk] = rl.sequence_logprobs(reference, mb["input_ids"], mb["attention_mask"])
                     log_ratio = (ref_logp - logp) * mask
                     kl = (torch.exp(log_ratio) - log_ratio - 1).sum() / n_tokens  # "k3": >= 0, unbiased
                     loss = loss + args.kl_coef * kl
