@@ -292,12 +292,16 @@ def main(argv: list[str] | None = None) -> None:
 
     any_run = next(iter(results.values()))[0]
     rargs = any_run["args"]
+    temperature = rargs.get("eval_temperature") or 0.0
+    decoding = "greedy decoding" if temperature == 0 else f"sampling at temperature {temperature:g}"
     lines = [
         f"# Learning evidence ({args.tag})",
         "",
         f"Env `{rargs['env_id']}`; {rargs['iterations']} iterations x {rargs['episodes_per_iter']} "
         f"episodes per run; held-out evaluation on {rargs['eval_episodes']} env seeds from "
-        f"{rargs['eval_seed_start']}, greedy decoding; recipe seeds {args.seeds}. "
+        f"{rargs['eval_seed_start']}, "
+        f"{decoding}; "
+        f"recipe seeds {args.seeds}. "
         f"Total wall time {time.perf_counter() - t0:.0f} s (reused runs count 0).",
         "",
         "## Trained vs random vs oracle",

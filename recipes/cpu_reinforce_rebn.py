@@ -177,7 +177,9 @@ class Args:
 
     # Evaluation
     eval_episodes: int = 200
-    """held-out episodes of the final evaluation (greedy decoding)"""
+    """held-out episodes of the final evaluation (greedy decoding unless --eval-temperature)"""
+    eval_temperature: float = 0.0
+    """sampling temperature of the held-out evaluations (0: greedy decoding; 1.0: the stochastic policy that was trained, with a fixed sampling seed). A greedy policy can repeat one invalid guess to the end of a long turn budget, since an invalid move leaves the view unchanged"""
     eval_seed_start: int = 10_000
     """first env seed of the evaluation (training seeds are drawn below it)"""
     eval_every: int = 0
@@ -219,6 +221,8 @@ def args_problem(args: Args) -> str | None:
         return f"--gae-lambda must be in [0, 1], got {args.gae_lambda}"
     if not args.clip_eps > 0.0:
         return f"--clip-eps must be > 0, got {args.clip_eps}"
+    if not args.eval_temperature >= 0:
+        return f"--eval-temperature must be >= 0, got {args.eval_temperature}"
     for name in (
         "iterations", "episodes_per_iter", "group_size", "eval_episodes", "threads", "grad_chunks",
         "max_positions", "max_context", "max_new_tokens", "ppo_epochs",
@@ -314,6 +318,11 @@ def progress_bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, disable=not enabled, dynamic_ncols=True, desc="train")
 
 
+def decoding(args: Args) -> str:
+    """How the held-out evaluations decode, in words."""
+    return "greedy decoding" if args.eval_temperature == 0 else f"sampling at temperature {args.eval_temperature:g}"
+
+
 def episode_metrics(episodes: list[rl.Episode]) -> dict[str, float]:
     """Success rate, turns, return and error rates of a batch of episodes."""
     n = max(len(episodes), 1)
@@ -384,7 +393,7 @@ def plot_learning_curve(path: Path, history: list[dict[str, float]], final: dict
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     ax1.plot(its, [r["charts/success_rate"] for r in history], lw=1, label="training batch (sampled)")
     evals = [(r["iteration"], r["eval/success_rate"]) for r in history if "eval/success_rate" in r]
-    ax1.plot(*zip(*evals, strict=True), "o-", color="red", label="held-out, greedy")
+    ax1.plot(*zip(*evals, strict=True), "o-", color="red", label=f"held-out, {decoding(args)}")
     if final["random"] is not None:
         ax1.axhline(final["random"]["success_rate"], color="gray", ls="--", label="random policy")
     if final["oracle"] is not None:
@@ -512,9 +521,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     eval_episodes: list[rl.Episode] = []
 
     def evaluate() -> dict[str, float]:
-        """Greedy play on the held-out seeds, with the env's default settings."""
-        greedy = rl.SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens)
-        eval_episodes[:] = collect(eval_seeds, greedy, env_kwargs)
+        """Play on the held-out seeds (greedy, or at --eval-temperature with a fixed seed), with
+        the env's default settings."""
+        decode = rl.SamplingParams(
+            temperature=args.eval_temperature, max_new_tokens=args.max_new_tokens, seed=args.seed * 1_000_003 - 1
+        )
+        eval_episodes[:] = collect(eval_seeds, decode, env_kwargs)
         return episode_metrics(eval_episodes)
 
     results: dict[str, Any] = {
@@ -719,14 +731,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # ---- Report: held-out evaluation, learning curve, summary ----------------------------
     results["trained"] = ev
     wall = time.perf_counter() - t_start
-    print(f"\nheld-out evaluation, {len(eval_seeds)} env seeds from {args.eval_seed_start}, greedy decoding:")
+    print(f"\nheld-out evaluation, {len(eval_seeds)} env seeds from {args.eval_seed_start}, {decoding(args)}:")
     print(f"  {'policy':<10} {'success':>8} {'mean turns':>11} {'turns to solve':>15}")
     for name in ("trained", "untrained", "random", "oracle"):
         m = results[name]
         if m is None:  # the env has no such policy
             continue
         print(f"  {name:<10} {m['success_rate']:>8.3f} {m['mean_turns']:>11.2f} {m['turns_to_solve']:>15.2f}")
-    print("greedy play on the first held-out seeds:")
+    print(f"trained policy on the first held-out seeds ({decoding(args)}):")
     for ep in eval_episodes[:6]:
         answers = " → ".join(repr(t.action.replace("\\boxed", "")[:40]) for t in ep.turns)
         print(f"  seed {ep.seed}: {answers}  ({'solved' if ep.success else 'not solved'})")
