@@ -26,7 +26,9 @@ hidden integer in 1-10 within 4 turns from higher/lower hints, answering ``\\box
    (`gem_core.rl.advantages.gae`) with the clipped objective, ``--ppo-epochs`` steps per
    batch, on the same episodes.
 3. **Evaluation.** Greedy decoding on held-out env seeds, next to the env's random policy
-   and the binary-search oracle on the same seeds.
+   and the binary-search oracle on the same seeds. ``--eval-temperature 1.0`` evaluates
+   the sampled policy instead (with a fixed sampling seed): in a long turn budget a greedy
+   policy that repeats an invalid guess sees the same view again and repeats it to the end.
 
 What the model reads (``--history summary``, the default): each turn's prompt is the env's
 one-line state summary (`Env.state_summary`), ``Range 1-10; target in [6, 8]. Guesses so
