@@ -250,7 +250,8 @@ def write_figures(results_dir: Path, tag: str, results: dict[str, list[dict[str,
             if evals:
                 ys = [statistics.mean(v) for _, v in evals]
                 es = [statistics.stdev(v) if len(v) > 1 else 0.0 for _, v in evals]
-                axes[0].errorbar([i for i, _ in evals], ys, yerr=es, fmt="o", color=color, capsize=3, markersize=4)
+                shift = (k - (len(present) - 1) / 2) * 0.01 * its[-1]  # side by side, not on top
+                axes[0].errorbar([i + shift for i, _ in evals], ys, yerr=es, fmt="o", color=color, capsize=3, markersize=4)
         budget = results[present[0]][0].get("turn_budget")
         axes[0].set(xlabel="iteration", ylabel="success rate", title="success (line: sampled, training; points: held-out greedy)", ylim=(0, 1.02))
         axes[1].set(xlabel="iteration", ylabel="mean turns per episode", title=f"turns (budget {budget})")
