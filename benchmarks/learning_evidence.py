@@ -19,8 +19,10 @@ Runs land in ``benchmarks/results/learning/<tag>/`` (gitignored); a run whose
 ``summary.json`` exists is reused (``--force`` reruns it), so an interrupted experiment
 resumes. The tables are printed and written to ``benchmarks/results/learning/<tag>.md``;
 one figure per comparison (``<tag>-<group>.png``: success and turns over iterations, mean ±
-one std over seeds) is written beside them. The tables and figures of record are copied by
-hand into ``benchmarks/LEARNING.md`` and ``benchmarks/figures/``.
+one std over seeds) is written beside them. With ``--write-doc benchmarks/LEARNING.md`` each
+table also replaces its marked block there (``<!-- learning_evidence TAG GROUP -->`` ...
+``<!-- /learning_evidence -->``; the reading around it is written by hand) and each figure
+is copied to ``benchmarks/figures/TAG-GROUP.png``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import csv
 import json
 import math
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -92,6 +95,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--python", default=sys.executable, help="interpreter for the recipe")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (each gets --threads 1 when > 1)")
+    p.add_argument("--write-doc", type=Path, default=None, metavar="MD",
+                   help="also write each comparison's table into this Markdown file, between its markers "
+                   "'<!-- learning_evidence TAG GROUP -->' and '<!-- /learning_evidence -->', and copy "
+                   "its figure to figures/TAG-GROUP.png beside the file (e.g. benchmarks/LEARNING.md)")
     p.add_argument("--recipe-args", default="", help="extra recipe arguments for every run, e.g. '--history last'")
     return p.parse_args(argv)
 
@@ -323,12 +330,13 @@ def main(argv: list[str] | None = None) -> None:
     for pol in ("random", "oracle"):
         b = base[pol]
         lines.append(f"| {pol} | {b['success_rate']:.3f} | {b['mean_turns']:.2f} | {b['turns_to_solve']:.2f} |")
+    tables: dict[str, str] = {}
     for group, title in TITLES.items():
         present = [n for n in GROUPS[group] if n in results]
         if len(present) < 2:
             continue
-        lines += ["", f"## {title}", "", HEADER]
-        lines += [config_row(n, results[n]) for n in present]
+        tables[group] = "\n".join([HEADER, *(config_row(n, results[n]) for n in present)])
+        lines += ["", f"## {title}", "", tables[group]]
     figures = write_figures(args.results_dir, args.tag, results)
     if figures:
         lines += ["", "## Figures", ""] + [f"![{group}]({path.name})" for group, path in figures.items()]
@@ -339,6 +347,34 @@ def main(argv: list[str] | None = None) -> None:
         json.dumps({n: [{"run_name": r["run_name"], "eval": r["eval"], "args": r["args"], "turn_budget": r.get("turn_budget"), "wall_time_s": r["wall_time_s"]} for r in rs] for n, rs in results.items()}, indent=2)
     )
     print(f"wrote {args.results_dir / f'{args.tag}.md'}")
+    if args.write_doc is not None:
+        write_doc(args.write_doc, args.tag, tables, figures)
+
+
+MARK_END = "<!-- /learning_evidence -->"
+
+
+def write_doc(doc: Path, tag: str, tables: dict[str, str], figures: dict[str, Path]) -> None:
+    """Replace each ``<!-- learning_evidence TAG GROUP -->`` ... ``MARK_END`` block of ``doc``
+    with that group's table (the text around the markers, the reading, is left alone) and
+    copy the group's figure to ``figures/TAG-GROUP.png`` beside ``doc``."""
+    text = doc.read_text()
+    for group, table in tables.items():
+        begin = f"<!-- learning_evidence {tag} {group} -->"
+        start = text.find(begin)
+        if start < 0:
+            continue
+        end = text.find(MARK_END, start)
+        if end < 0:
+            raise SystemExit(f"{doc}: {begin} has no {MARK_END} after it")
+        text = f"{text[:start]}{begin}\n{table}\n{text[end:]}"
+        print(f"{doc}: wrote the {group} table of {tag}")
+    doc.write_text(text)
+    for group, path in figures.items():
+        target = doc.parent / "figures" / f"{tag}-{group}.png"
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(path, target)
+        print(f"copied {path.name} to {target}")
 
 
 if __name__ == "__main__":

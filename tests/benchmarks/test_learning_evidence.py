@@ -71,3 +71,22 @@ def test_smooth_and_band() -> None:
     assert le.smooth([1.0, 3.0, math.nan, 5.0], 2) == [1.0, 2.0, 3.0, 5.0]
     mean, lo, hi = le.band([[1.0, 2.0, 9.0], [3.0, 4.0]])  # up to the shortest run
     assert mean == [2.0, 3.0] and lo[0] == pytest.approx(2.0 - math.sqrt(2)) and hi[1] == pytest.approx(3.0 + math.sqrt(2))
+
+
+def test_write_doc_replaces_only_the_marked_tables_and_copies_the_figures(tmp_path: Path) -> None:
+    doc = tmp_path / "LEARNING.md"
+    doc.write_text(
+        "intro\n<!-- learning_evidence v9 slack_gamma -->\nold table\n<!-- /learning_evidence -->\nreading\n"
+        "<!-- learning_evidence v8 slack_gamma -->\nother tag\n<!-- /learning_evidence -->\n"
+    )
+    figure = tmp_path / "v9-slack_gamma.png"
+    figure.write_bytes(b"png")
+    le.write_doc(doc, "v9", {"slack_gamma": "| new |", "negative": "| not in the doc |"}, {"slack_gamma": figure})
+    assert doc.read_text() == (
+        "intro\n<!-- learning_evidence v9 slack_gamma -->\n| new |\n<!-- /learning_evidence -->\nreading\n"
+        "<!-- learning_evidence v8 slack_gamma -->\nother tag\n<!-- /learning_evidence -->\n"
+    )
+    assert (tmp_path / "figures" / "v9-slack_gamma.png").read_bytes() == b"png"
+    doc.write_text("<!-- learning_evidence v9 negative -->\nno end marker\n")
+    with pytest.raises(SystemExit, match="has no <!-- /learning_evidence --> after it"):
+        le.write_doc(doc, "v9", {"negative": "| t |"}, {})
