@@ -229,7 +229,8 @@ def band(curves: list[list[float]]) -> tuple[list[float], list[float], list[floa
 def write_figures(results_dir: Path, tag: str, results: dict[str, list[dict[str, Any]]], window: int = 10) -> dict[str, Path]:
     """One figure per comparison group with at least two configurations: sampled success and
     mean turns over iterations (each seed smoothed over ``window`` iterations, then mean ±
-    one std across seeds), with the held-out greedy evaluations as points with error bars."""
+    one std across seeds), with the held-out evaluations (greedy, or sampled with the recipe's
+    ``--eval-temperature``) as points with error bars."""
     try:
         import matplotlib
 
@@ -260,7 +261,8 @@ def write_figures(results_dir: Path, tag: str, results: dict[str, list[dict[str,
                 shift = (k - (len(present) - 1) / 2) * 0.01 * its[-1]  # side by side, not on top
                 axes[0].errorbar([i + shift for i, _ in evals], ys, yerr=es, fmt="o", color=color, capsize=3, markersize=4)
         budget = results[present[0]][0].get("turn_budget")
-        axes[0].set(xlabel="iteration", ylabel="success rate", title="success (line: sampled, training; points: held-out greedy)", ylim=(0, 1.02))
+        held_out = "greedy" if not results[present[0]][0]["args"].get("eval_temperature") else "sampled"
+        axes[0].set(xlabel="iteration", ylabel="success rate", title=f"success (line: sampled, training; points: held-out {held_out})", ylim=(0, 1.02))
         axes[1].set(xlabel="iteration", ylabel="mean turns per episode", title=f"turns (budget {budget})")
         axes[0].legend(fontsize=8, loc="lower right")
         fig.suptitle(f"{title} — {tag}, mean ± 1 std over seeds, {window}-iteration moving average", fontsize=10)
@@ -282,18 +284,16 @@ HEADER = (
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    names = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
-    if args.configs is not None:
-        names = [n for n in names if n in args.configs]
+    # The report covers every finished run of the tag in the chosen groups (earlier
+    # invocations' too), so an experiment can be run in parts; --configs picks what runs now.
+    reported = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
+    names = reported if args.configs is None else [n for n in reported if n in args.configs]
     out_dir = args.results_dir / args.tag
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     jobs = [(name, seed) for name in names for seed in args.seeds]
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         list(pool.map(lambda job: run_one(args, job[0], job[1], out_dir), jobs))
-    # The report covers every finished run of the tag in the chosen groups (earlier
-    # invocations' too), so an experiment can be run in parts.
-    reported = list(CONFIGS) if "all" in args.only else list(dict.fromkeys(n for g in args.only for n in GROUPS[g]))
     results = collect_results(out_dir, reported)
     if not results:
         raise SystemExit(f"no finished run under {out_dir}")

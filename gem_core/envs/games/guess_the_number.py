@@ -120,7 +120,7 @@ class GuessTheNumberEnv(LanguageGame):
                     text = content
                 else:
                     try:
-                        guess = int(content)
+                        guess = self.parse_move(content)
                     except ValueError:
                         guess = None
                     text = str(guess)
@@ -210,6 +210,7 @@ class GuessTheNumberEnv(LanguageGame):
                 removed = high - guess + 1
             else:
                 removed = 0
+        # _record, inline (with the text already made): this is the common move.
         self._guessed[guess] = hint
         history = self._history
         self._history = f"{history}, {text} ({hint})" if history else f"{text} ({hint})"
