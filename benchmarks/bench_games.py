@@ -71,6 +71,8 @@ def config(args: Any) -> dict[str, Any]:
         "reset_budget_s": 0.3 if quick else 3.0,
         "build_envs": args.build_envs or (16 if quick else 256),
         "build_budget_s": 2.0 if quick else 10.0,
+        "interleaved_block_s": 0.02 if quick else 0.1,
+        "interleaved_blocks": 2 if quick else 10,
     }
 
 
@@ -82,7 +84,24 @@ def reference_config(config: dict[str, Any], ours: dict[str, Any] | None) -> dic
     return {**config, "env_ids": ids}
 
 
+def interleaved_config(config: dict[str, Any], ours: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any] | None:
+    """The interleaved phase steps every game both sides stepped, taking turns block by block."""
+    stepped = [
+        env_id for env_id in sorted(ours.get("games", {}))
+        if _get(ours, "games", env_id, "step", "steps_per_s") and _get(ref, "games", env_id, "step", "steps_per_s")
+    ]  # fmt: skip
+    if not stepped:
+        return None
+    return {
+        "env_ids": stepped,
+        "block_s": config["interleaved_block_s"],
+        "blocks": config["interleaved_blocks"],
+    }
+
+
 def timeout_s(config: dict[str, Any]) -> float:
+    if "blocks" in config:  # the interleaved phase: both sides' blocks, one after the other
+        return 120 + len(config["env_ids"]) * (2 * config["block_s"] * (config["blocks"] + 1) + 10)
     count = len(config["env_ids"]) if config["env_ids"] is not None else 40
     per_game = (config["step_target_s"] * (config["step_trials"] + 1) + config["reset_budget_s"]
                 + config["build_budget_s"] + 30)
@@ -109,29 +128,39 @@ def _policy(env: Any, env_id: str) -> tuple[Any, str]:
         return (lambda: fallback(rng)), "fallback (sample_random_action not implemented)"
 
 
+def _timed_steps(env: Any, policy: Any, duration_s: float, seed: int) -> tuple[int, float, int, int]:
+    """Step ``env`` for ``duration_s`` of wall time, resetting at episode ends.
+
+    Returns ``(steps, seconds inside env.step, episodes ended, next reset seed)``.
+    """
+    clock = time.perf_counter
+    steps, step_time, episodes = 0, 0.0, 0
+    deadline = clock() + duration_s
+    while clock() < deadline:
+        action = policy()
+        start = clock()
+        _, _, terminated, truncated, _ = env.step(action)
+        step_time += clock() - start
+        steps += 1
+        if terminated or truncated:
+            env.reset(seed=seed)
+            seed += 1
+            episodes += 1
+    return steps, step_time, episodes, seed
+
+
 def _step_rate(env: Any, env_id: str, config: dict[str, Any]) -> dict[str, Any]:
     env.reset(seed=0)
     policy, policy_name = _policy(env, env_id)
     seed = 1
     rates = []
     steps_total = episodes = 0
-    clock = time.perf_counter
     for trial in range(config["step_trials"] + 1):  # trial 0 is the warm-up
-        steps, step_time = 0, 0.0
-        deadline = clock() + config["step_target_s"]
-        while clock() < deadline:
-            action = policy()
-            start = clock()
-            _, _, terminated, truncated, _ = env.step(action)
-            step_time += clock() - start
-            steps += 1
-            if terminated or truncated:
-                env.reset(seed=seed)
-                seed += 1
-                episodes += trial > 0
+        steps, step_time, ended, seed = _timed_steps(env, policy, config["step_target_s"], seed)
         if trial > 0:
             rates.append(steps / step_time)
             steps_total += steps
+            episodes += ended
     rates.sort()
     return {
         "steps_per_s": rates[len(rates) // 2],
@@ -215,6 +244,56 @@ def _build_isolated(backend: Any, env_id: str, config: dict[str, Any]) -> dict[s
     return json.loads(b"".join(chunks))
 
 
+def measure_interleaved(backend: Any, config: dict[str, Any], baton: Any) -> dict[str, Any]:
+    """Wrapped steps/s of each game in blocks of ``block_s``, one block per turn of ``baton``.
+
+    Run by both workers at once; each takes the same number of turns per game (one to build
+    and warm up the env, then ``blocks`` timed ones) whatever fails, so the turns stay paired.
+    """
+    games: dict[str, Any] = {}
+    for env_id in config["env_ids"]:
+        entry: dict[str, Any] = {"rates": []}
+        env = policy = None
+        seed = 1
+        with baton:  # untimed: build, reset, one warm-up block
+            try:
+                env = backend.make(env_id)
+                env.reset(seed=0)
+                policy, entry["policy"] = _policy(env, env_id)
+                _, _, _, seed = _timed_steps(env, policy, config["block_s"], seed)
+            except Exception as e:
+                entry["error"] = error_text(e)
+        for _ in range(config["blocks"]):
+            with baton:
+                if "error" in entry:
+                    continue
+                try:
+                    steps, step_time, _, seed = _timed_steps(env, policy, config["block_s"], seed)
+                    entry["rates"].append(steps / step_time)
+                except Exception as e:
+                    entry["error"] = error_text(e)
+        if env is not None:
+            try:
+                backend.close(env)
+            except Exception:
+                pass
+        rates = sorted(entry["rates"])
+        entry["steps_per_s"] = rates[len(rates) // 2] if rates else None
+        games[env_id] = entry
+    return {"games": games, "block_s": config["block_s"], "blocks": config["blocks"]}
+
+
+def interleaved_ratio(ours: dict[str, Any] | None, ref: dict[str, Any] | None, env_id: str) -> float | None:
+    """Median over the paired blocks of ours/ref steps/s (block i of each side ran back to back)."""
+    o = _get(ours, "interleaved", "games", env_id, "rates")
+    r = _get(ref, "interleaved", "games", env_id, "rates")
+    if not o or not r or len(o) != len(r):
+        return None
+    ratios = sorted(a / b for a, b in zip(o, r, strict=True))
+    n = len(ratios)
+    return ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
+
+
 def measure(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
     ids = config["env_ids"]
     if ids is None:
@@ -274,6 +353,7 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
             env_id, fmt_rate(o_rate), fmt_rate(_get(o, "step_unwrapped", "steps_per_s")),
             fmt_rate(r_rate),
             fmt_ratio(o_rate / r_rate if o_rate and r_rate else None),
+            fmt_ratio(interleaved_ratio(ours, ref, env_id)),
             fmt_seconds(_get(o, "reset", "mean_s")), fmt_seconds(_get(o, "reset", "p99_s")),
             fmt_seconds(_get(r, "reset", "mean_s")), fmt_seconds(_get(r, "reset", "p99_s")),
         ])
@@ -288,22 +368,36 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
                     (mark + fmt_mib(rss)) if rss is not None else f"n/a ({b['built']} built)"]
 
         builds.append([env_id, *build_cells(o), *build_cells(r)])
-        for label, e in (("ours", o), ("ref", r)):
+        for label, e, side in (("ours", o, ours), ("ref", r, ref)):
             for message in dict.fromkeys((_get(e, "error"), _get(e, "build", "error"))):
                 if message and "nltk.download" in message:
                     message = ("needs the NLTK 'words' corpus, which nltk downloads at run time "
                                "(not from PyPI); " + message.split(":")[0])
                 if message:
                     errors.append(f"{label} {env_id}: {message}")
+            message = _get(e and {"i": side}, "i", "interleaved", "games", env_id, "error")
+            if message:
+                errors.append(f"{label} {env_id} (interleaved): {message}")
             policy = _get(e, "step", "policy")
             if policy and policy != "sample_random_action":
                 errors.append(f"{label} {env_id}: policy = {policy}")
     n = _get(ours, "games", ids[0], "build", "num_envs") or _get(ref, "games", ids[0], "build", "num_envs")
-    text = render_table(["game", "ours steps/s", "ours bare", "ref steps/s", "ours/ref", "ours reset mean",
-                         "ours p99", "ref reset mean", "ref p99"], steps)
+    text = render_table(["game", "ours steps/s", "ours bare", "ref steps/s", "ours/ref", "ours/ref interleaved",
+                         "ours reset mean", "ours p99", "ref reset mean", "ref p99"], steps)
     text += "\n\n" + render_table(
         ["game", f"ours build {n}", "ours RSS delta", f"ref build {n}", "ref RSS delta"], builds)
     text += "\n~ = extrapolated from the envs built within the time budget. " + NOTES
+    inter = _get(ours, "interleaved")
+    if inter:
+        text += (f"\ninterleaved: after both runs, the two workers ran at once and took turns: for each game "
+                 f"{inter.get('blocks')} blocks of {inter.get('block_s')} s of wrapped steps per side, block i of "
+                 "ours then block i of the reference; the ratio is the median of the blocks' ratios "
+                 "(the target uses it)")
+        for label, side in (("ours", ours), ("ref", ref)):
+            baton = _get(side, "interleaved", "baton") or {}
+            if baton.get("broken") or "error" in (_get(side, "interleaved") or {}):
+                why = baton.get("broken") or _get(side, "interleaved", "error")
+                text += f"\ninterleaved, {label}: the turns stopped alternating ({why}); its ratios are not paired"
     for line in errors:
         text += f"\n{line}"
     for label, side in (("ours", ours), ("ref", ref)):
@@ -321,16 +415,22 @@ def targets(ours: dict[str, Any] | None, ref: dict[str, Any] | None) -> list[dic
     r_games = (ref or {}).get("games", {})
     if not o_games:
         return []
-    ratios = []
+    ratios, paired = [], 0
     for env_id, entry in o_games.items():
-        o_rate = _get(entry, "step", "steps_per_s")
-        r_rate = _get(r_games.get(env_id), "step", "steps_per_s")
-        if o_rate and r_rate:
-            ratios.append((o_rate / r_rate, env_id))
+        ratio = interleaved_ratio(ours, ref, env_id)
+        if ratio is not None:
+            paired += 1
+        else:
+            o_rate = _get(entry, "step", "steps_per_s")
+            r_rate = _get(r_games.get(env_id), "step", "steps_per_s")
+            ratio = o_rate / r_rate if o_rate and r_rate else None
+        if ratio is not None:
+            ratios.append((ratio, env_id))
     slower = [r for r in ratios if r[0] < 1]
     if ratios:
         worst = min(ratios)
-        speed = (f"{len(slower)} of {len(ratios)} slower; slowest ours/ref "
+        how = "interleaved" if paired == len(ratios) else f"{paired} interleaved, {len(ratios) - paired} sequential"
+        speed = (f"{len(slower)} of {len(ratios)} slower ({how}); slowest ours/ref "
                  f"{fmt_ratio(worst[0])} ({worst[1]})")
     else:
         speed = "n/a"

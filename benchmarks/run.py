@@ -16,6 +16,14 @@
 #     reference_config(config, ours) -> dict|None the reference's settings (None: skip it)
 #     timeout_s(config) -> float                  worker timeout (default 600 s)
 #     targets(ours, reference) -> list[dict]      {"target", "value", "met"} rows for the summary
+#     interleaved_config(config, ours, reference) -> dict|None
+#     measure_interleaved(backend, config, baton) -> dict
+#                                                 a second phase, after both runs: the two
+#                                                 workers run at once and take turns in short
+#                                                 blocks (`baton.Baton`), so host load that drifts
+#                                                 between the two runs cannot skew a ratio; each
+#                                                 side's result lands under "interleaved" in its
+#                                                 result (None: no such phase)
 #
 # A ``bench_<name>.py`` without that interface but with a ``main()`` taking ``--quick``
 # and ``--json PATH`` is run as a standalone script (gem_core only; its printed report
@@ -45,6 +53,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from baton import BATON_ENV  # noqa: E402
 from common import render_table  # noqa: E402
 from reference_venv import REFERENCE_REQUIREMENT, default_venv_dir, ensure_reference_python  # noqa: E402
 
@@ -142,12 +151,17 @@ def run_process(cmd: list[str], env: dict[str, str], timeout: float) -> subproce
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
+def _worker_env(backend: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", BATON_ENV)}
+    if backend == "ours":
+        env["PYTHONPATH"] = str(REPO)  # measure this clone's gem_core
+    return env
+
+
 def run_worker(python: Path | str, backend: str, module: ModuleType, config: dict[str, Any],
                timeout: float) -> dict[str, Any]:
     """Run ``worker.py`` for one (backend, benchmark); return its JSON (with "error" on failure)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    if backend == "ours":
-        env["PYTHONPATH"] = str(REPO)  # measure this clone's gem_core
+    env = _worker_env(backend)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [str(python), str(HERE / "worker.py"), "--backend", backend, "--bench", module.NAME,
@@ -164,6 +178,57 @@ def run_worker(python: Path | str, backend: str, module: ModuleType, config: dic
             return data
         tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
         return {"error": f"worker exited with {proc.returncode} and no result: {tail}"}
+
+
+def run_interleaved(module: ModuleType, sides: list[tuple[Path | str, str]], config: dict[str, Any],
+                    timeout: float) -> list[dict[str, Any]]:
+    """Run ``worker.py --interleaved`` for two (python, backend) sides at once, taking turns.
+
+    The two workers are joined by two pipes in a ring (`baton.Baton`); the first side gets
+    the first turn. Returns each side's JSON (with "error" on failure), in ``sides``' order.
+    """
+    if len(sides) != 2:
+        raise ValueError(f"run_interleaved takes two sides, got {len(sides)}")
+    to_first, to_second = os.pipe(), os.pipe()  # (read, write) each
+    fds = [(to_first[0], to_second[1]), (to_second[0], to_first[1])]
+    os.write(to_first[1], b"t")  # the first side's turn
+    procs, outs, logs = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for i, ((python, backend), (read_fd, write_fd)) in enumerate(zip(sides, fds, strict=True)):
+                env = _worker_env(backend)
+                env[BATON_ENV] = f"{read_fd},{write_fd}"
+                out, log_path = Path(tmp) / f"result{i}.json", Path(tmp) / f"log{i}.txt"
+                cmd = [str(python), str(HERE / "worker.py"), "--backend", backend, "--bench", module.NAME,
+                       "--config", json.dumps(config), "--out", str(out), "--interleaved"]
+                with open(log_path, "w") as log_file:
+                    procs.append(subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                                                  cwd=REPO, start_new_session=True, pass_fds=(read_fd, write_fd)))
+                outs.append(out)
+                logs.append(log_path)
+        finally:
+            for fd in (*to_first, *to_second):  # the workers hold their own copies
+                os.close(fd)
+        deadline = time.monotonic() + timeout
+        results: list[dict[str, Any]] = []
+        for proc, out, log_path in zip(procs, outs, logs, strict=True):
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                for p in procs:
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait()
+            if out.exists():
+                results.append(json.loads(out.read_text()))
+            elif proc.returncode == -signal.SIGKILL:
+                results.append({"error": f"interleaved run timed out after {timeout:.0f} s"})
+            else:
+                tail = "\n".join(log_path.read_text().strip().splitlines()[-8:])
+                results.append({"error": f"interleaved worker exited with {proc.returncode} and no result: {tail}"})
+    return results
 
 
 def run_module(module: ModuleType, args: argparse.Namespace, ref_python: Path | None,
@@ -191,6 +256,16 @@ def run_module(module: ModuleType, args: argparse.Namespace, ref_python: Path | 
             _record(entry, "reference", ref)
             if "error" in ref:
                 note = f"n/a: {ref['error']}"
+        if hasattr(module, "interleaved_config") and entry["ours"] and entry["reference"]:
+            inter_config = module.interleaved_config(config, entry["ours"], entry["reference"])
+            if inter_config is not None:
+                log(f"{module.NAME}: gem_core and the reference, interleaved ...")
+                both = run_interleaved(module, [(sys.executable, "ours"), (ref_python, "reference")], inter_config,
+                                       args.timeout or timeout_of(inter_config))
+                entry["interleaved_config"] = inter_config
+                for side, data in zip(("ours", "reference"), both, strict=True):
+                    entry[side]["interleaved"] = data.get("result") or {"error": data.get("error", "no result")}
+                    entry[side]["interleaved"]["baton"] = data.get("baton")
     if hasattr(module, "targets"):
         entry["targets"] = module.targets(entry["ours"], entry["reference"])
     text = module.render(entry["ours"], entry["reference"], note)

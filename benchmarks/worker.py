@@ -4,6 +4,9 @@
 # environment, so gem_core and the reference GEM are never imported together:
 #
 #     python benchmarks/worker.py --backend ours --bench vector --config '{...}' --out result.json
+#
+# With ``--interleaved`` it runs the module's ``measure_interleaved(backend, config, baton)``
+# instead, taking turns with the other backend's worker (`baton.Baton`, pipes from run.py).
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench", required=True, help="benchmark module name (bench_<NAME>.py)")
     parser.add_argument("--config", required=True, help="the benchmark's config as a JSON object")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
+    parser.add_argument("--interleaved", action="store_true",
+                        help="run measure_interleaved, taking turns with the peer named by $GEM_BENCH_BATON")
     args = parser.parse_args(argv)
 
     from backends import get_backend
@@ -31,7 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         backend = get_backend(args.backend)
         module = importlib.import_module(f"bench_{args.bench}")
-        out["result"] = module.measure(backend, json.loads(args.config))
+        if args.interleaved:
+            from baton import Baton
+
+            baton = Baton.from_env()
+            try:
+                out["result"] = module.measure_interleaved(backend, json.loads(args.config), baton)
+            finally:
+                baton.close()  # the peer goes on alone rather than wait for this worker
+            out["baton"] = baton.report()
+        else:
+            out["result"] = module.measure(backend, json.loads(args.config))
         out["version"] = backend.version()
         status = 0
     except Exception as e:

@@ -206,6 +206,7 @@ class FifteenPuzzleEnv(LanguageGame):
     """
 
     title = "Fifteen Puzzle"
+    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -337,6 +338,64 @@ class FifteenPuzzleEnv(LanguageGame):
         )
 
     # --- rules ---------------------------------------------------------------------------
+    def step(self, action: str):
+        # The common move in one frame: a flat last box holding a clean direction that does
+        # not solve the board. It returns exactly what LanguageGame.step returns for it
+        # (tests/envs/games/test_fifteen_puzzle.py plays both side by side); any other action
+        # (a format error, other box text, the solving move, a finished episode, a subclass)
+        # goes there.
+        if type(action) is str and not self.done and self._fast_step:
+            _, opener, tail = action.rpartition("\\boxed{")
+            move, close, _ = tail.partition("}")
+            if opener and close and move in _DIRECTION_SET and "\\" not in tail:
+                blank = self.blank
+                nb = self._targets[blank].get(move)
+                turn = self.turn + 1
+                if nb is None:  # no tile on that side of the blank: an invalid move
+                    feedback = (
+                        f"Turn {turn}: invalid move: no tile can slide {move} (the empty space is "
+                        "on that edge). Nothing moved."
+                    )
+                    reward, invalid = self.invalid_penalty, True
+                    reward = reward if type(reward) is float else float(reward)
+                else:
+                    tiles = self.tiles
+                    t = tiles[nb]
+                    row = self._md[t]
+                    before = self.distance
+                    after = before + row[blank] - row[nb]
+                    if after == 0:  # solved: the general path's terminal step
+                        return LanguageGame.step(self, action)
+                    tiles[blank], tiles[nb] = t, 0
+                    self.blank, self.distance = nb, after
+                    self.moves.append(move)
+                    self._board = None
+                    m0 = self.start_distance
+                    reward = self.progress_scale * (min(before, m0) - min(after, m0)) / m0
+                    feedback, invalid = f"Turn {turn}: tile {t} slid {move}.", False
+                self.turn = turn
+                self.success = False
+                max_turns = self.max_turns
+                obs = f"{feedback}\n\nBoard:\n{self._grid()}\nTurn {turn}/{max_turns}. Enter your move."
+                if turn >= max_turns:
+                    self.done = truncated = True
+                    obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
+                else:
+                    truncated = False
+                info = {
+                    "success": False,
+                    "turn": turn,
+                    "format_error": False,
+                    "invalid_action": invalid,
+                    "parsed_action": move,
+                }
+                return obs, reward, False, truncated, info
+        return LanguageGame.step(self, action)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._fast_step = False  # a subclass may change a move's meaning: the general path
+
     def parse_move(self, content: str) -> str | None:
         if content in _DIRECTION_SET:  # the usual move, already clean
             return content

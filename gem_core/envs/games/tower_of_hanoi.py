@@ -102,6 +102,7 @@ class TowerofHanoiEnv(LanguageGame):
     """
 
     title = "Tower of Hanoi"
+    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -172,6 +173,76 @@ class TowerofHanoiEnv(LanguageGame):
         return f"Turn {self.turn}/{self.max_turns}, {self.num_disks} disks, A to C. {pegs}.{last}"
 
     # --- rules ---------------------------------------------------------------------------
+    def step(self, action: str):
+        # The common move in one frame: a flat last box holding "X Y" (two peg letters) that
+        # does not solve the puzzle, legal or not. It returns exactly what LanguageGame.step
+        # returns for it (tests/envs/games/test_tower_of_hanoi.py plays both side by side);
+        # any other action (a format error, other box text, the solving move, a finished
+        # episode, a subclass) goes there.
+        if type(action) is str and not self.done and self._fast_step:
+            _, opener, tail = action.rpartition("\\boxed{")
+            content, close, _ = tail.partition("}")
+            if opener and close and len(content) == 3 and content[1] == " " and "\\" not in tail:
+                s, t = content[0], content[2]
+                si, ti = _INDEX.get(s), _INDEX.get(t)
+                if si is not None and ti is not None:
+                    turn = self.turn + 1
+                    pegs = self.pegs
+                    src, dst = pegs[si], pegs[ti]
+                    if si == ti:
+                        why = f"the source and target peg are both {s}"
+                    elif not src:
+                        why = f"peg {s} is empty"
+                    elif dst and dst[-1] < src[-1]:
+                        why = f"disk {src[-1]} (top of {s}) cannot go on the smaller disk {dst[-1]} (top of {t})"
+                    else:
+                        why = None
+                    if why is not None:
+                        feedback = f"Turn {turn}: invalid move: {why}. Nothing moved."
+                        reward = self.invalid_penalty
+                        reward = reward if type(reward) is float else float(reward)
+                    else:
+                        disk = src[-1]
+                        peg_of = self.peg_of
+                        peg_of[disk] = ti
+                        after = _distance(peg_of)
+                        if after == 0:  # solved: the general path's terminal step
+                            peg_of[disk] = si
+                            return LanguageGame.step(self, action)
+                        src.pop()
+                        dst.append(disk)
+                        self.moves.append(content)
+                        self._board = None
+                        before, self.distance = self.distance, after
+                        reward = self.progress_scale * (before - after) / ((1 << self.num_disks) - 1)
+                        feedback = f"Turn {turn}: you moved disk {disk} from {s} to {t}."
+                    self.turn = turn
+                    self.success = False
+                    board = self._board
+                    if board is None:
+                        a, b, c = pegs
+                        self._board = board = f"A: {a}\nB: {b}\nC: {c}"
+                    max_turns = self.max_turns
+                    obs = f"{feedback}\n\nPegs (bottom to top):\n{board}\nTurn {turn}/{max_turns}. Enter your move."
+                    if turn >= max_turns:
+                        self.done = truncated = True
+                        obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
+                    else:
+                        truncated = False
+                    info = {
+                        "success": False,
+                        "turn": turn,
+                        "format_error": False,
+                        "invalid_action": why is not None,
+                        "parsed_action": content,
+                    }
+                    return obs, reward, False, truncated, info
+        return LanguageGame.step(self, action)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._fast_step = False  # a subclass may change a move's meaning: the general path
+
     def parse_move(self, content: str) -> tuple[str, str] | None:
         if (
             len(content) == 3

@@ -15,6 +15,7 @@ from gem_core.envs.games.fifteen_puzzle import (
     _weighted_a_star,
     is_solvable,
     manhattan,
+    oracle,
     solve,
 )
 from gem_core.envs.games.oracles import play_oracle_episode
@@ -188,3 +189,44 @@ def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="exceeds max_turns"):
         FifteenPuzzleEnv(num_rows=3, max_turns=10, scramble_moves=20)
     assert set(DIRECTIONS) == {"up", "down", "left", "right"}
+
+
+class _GeneralPath(FifteenPuzzleEnv):
+    """A subclass: `FifteenPuzzleEnv.step` sends it down LanguageGame.step's general path."""
+
+
+@pytest.mark.parametrize("variant", [{"num_rows": 2, "max_turns": 10}, {"num_rows": 3, "max_turns": 20},
+                                     {"num_rows": None, "max_turns": None}, {"num_rows": 2, "max_turns": 6, "invalid_penalty": -1}])
+def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant):
+    """The fast `step` against LanguageGame.step, action by action: same observation,
+    reward, flags, info and state, on legal, invalid, solving and odd moves."""
+    import random
+
+    odd = ["\\boxed{ up }", "\\boxed{UP}", "\\boxed{Left}", "\\boxed{}", "\\boxed{upp}", "\\boxed{\\up}",
+           "\\boxed{{up}}", "\\boxed{up", "no box", "\\boxed{up} then \\boxed{down}", "x \\boxed{up} \\frac{1}{2}",
+           "\\boxed{\\boxed{left}}", None, 7]
+    rng = random.Random(0)
+    fast, general = FifteenPuzzleEnv(**variant), _GeneralPath(**variant)
+    assert type(fast)._fast_step and not type(general)._fast_step
+    steps = fast_moves = solved = 0
+    for seed in range(300):
+        assert fast.reset(seed=seed) == general.reset(seed=seed)
+        done = False
+        while not done:
+            roll = rng.random()
+            if roll < 0.1:
+                action = rng.choice(odd)
+            elif roll < 0.6:  # the oracle's move: episodes get solved
+                action = oracle(fast)
+            else:
+                action = f"I slide \\boxed{{{rng.choice(DIRECTIONS)}}}"
+            out_fast, out_general = fast.step(action), general.step(action)
+            assert out_fast == out_general, (seed, action)
+            assert type(out_fast[1]) is float
+            assert (fast.turn, fast.tiles, fast.blank, fast.distance, fast.moves, fast.done, fast.success) == (
+                general.turn, general.tiles, general.blank, general.distance, general.moves, general.done, general.success)
+            fast_moves += out_fast[4].get("parsed_action") in DIRECTIONS and not out_fast[2]
+            solved += bool(out_fast[4]["success"])
+            done = out_fast[2] or out_fast[3]
+            steps += 1
+    assert steps > 1000 and fast_moves > 500 and solved > 50  # every path was exercised

@@ -171,3 +171,44 @@ def test_move_grammar_is_the_former_regex():
         [["", " ", "\n"], letter, ["", " ", "\u00a0"], ["", ",", "->", "→", "to", "To", "TO", "t", "-", "to to"],
          ["", " "], letter, ["", " "], ["", ".", "..", "!"], ["", " ", "\t"]],
     )
+
+
+class _GeneralPath(TowerofHanoiEnv):
+    """A subclass: `TowerofHanoiEnv.step` sends it down LanguageGame.step's general path."""
+
+
+@pytest.mark.parametrize("variant", [{"num_disks": 3, "max_turns": 10}, {"num_disks": 2, "max_turns": 12},
+                                     {"num_disks": None, "max_turns": None}, {"num_disks": 2, "max_turns": 4, "invalid_penalty": -1}])
+def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant):
+    """The fast `step` against LanguageGame.step, action by action: same observation,
+    reward, flags, info and state, on legal, illegal, solving and odd moves."""
+    import random
+
+    odd = ["\\boxed{a c}", "\\boxed{A  C}", "\\boxed{A->C}", "\\boxed{A C.}", "\\boxed{A D}", "\\boxed{AC }",
+           "\\boxed{}", "\\boxed{\\A C}", "\\boxed{{A C}}", "\\boxed{A C", "no box", "\\boxed{A B} then \\boxed{B C}",
+           "x \\boxed{A C} \\frac{1}{2}", None, 7]
+    rng = random.Random(0)
+    fast, general = TowerofHanoiEnv(**variant), _GeneralPath(**variant)
+    assert type(fast)._fast_step and not type(general)._fast_step
+    steps = fast_moves = solved = 0
+    for seed in range(300):
+        assert fast.reset(seed=seed) == general.reset(seed=seed)
+        done = False
+        while not done:
+            roll = rng.random()
+            if roll < 0.1:
+                action = rng.choice(odd)
+            elif roll < 0.6:  # the oracle's move: episodes get solved
+                action = oracle(fast)
+            else:  # any two letters, the same peg twice included
+                action = f"move \\boxed{{{rng.choice(PEGS)} {rng.choice(PEGS)}}}"
+            out_fast, out_general = fast.step(action), general.step(action)
+            assert out_fast == out_general, (seed, action)
+            assert type(out_fast[1]) is float
+            assert (fast.turn, fast.pegs, fast.peg_of, fast.distance, fast.moves, fast.done, fast.success) == (
+                general.turn, general.pegs, general.peg_of, general.distance, general.moves, general.done, general.success)
+            fast_moves += "parsed_action" in out_fast[4] and not out_fast[2]
+            solved += bool(out_fast[4]["success"])
+            done = out_fast[2] or out_fast[3]
+            steps += 1
+    assert steps > 400 and fast_moves > 200 and solved > 10  # every path was exercised
