@@ -116,3 +116,51 @@ def test_same_seed_same_code_and_constructor_errors():
         MastermindEnv(code_length=5, num_numbers=4)
     with pytest.raises(ValueError, match="code_length"):
         MastermindEnv(code_length=0)
+
+
+class _GeneralPath(MastermindEnv):
+    """A subclass: `MastermindEnv.step` sends it down LanguageGame.step's general path."""
+
+
+@pytest.mark.parametrize("variant", [{"code_length": 4, "num_numbers": 6, "max_turns": 20},
+                                     {"code_length": 2, "num_numbers": 6, "max_turns": 10},
+                                     {"code_length": None, "num_numbers": None, "max_turns": None},
+                                     {"code_length": 3, "num_numbers": 4, "duplicate_numbers": True, "max_turns": 8,
+                                      "invalid_penalty": -1}])
+def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant):
+    """The fast `step` against LanguageGame.step, action by action: same observation,
+    reward, flags, info and state, on new, repeated, winning, out-of-range and odd guesses."""
+    import random
+
+    odd = ["\\boxed{1, 2, 3, 4}", "\\boxed{1234}", "\\boxed{ 1 2 3 4 }", "\\boxed{1  2 3 4}", "\\boxed{1 2 3}",
+           "\\boxed{9 9 9 9}", "\\boxed{0 1 2 3}", "\\boxed{}", "\\boxed{a b}", "\\boxed{{1 2 3 4}}", "\\boxed{1 2",
+           "\\boxed{\\1 2 3 4}", "no box", "\\boxed{1 2} then \\boxed{3 4}", "x \\boxed{1 2 3 4} \\frac{1}{2}", None, 7]
+    rng = random.Random(0)
+    fast, general = MastermindEnv(**variant), _GeneralPath(**variant)
+    assert type(fast)._fast_step and not type(general)._fast_step
+    steps = fast_moves = solved = 0
+    for seed in range(300):
+        assert fast.reset(seed=seed) == general.reset(seed=seed)
+        done = False
+        while not done:
+            roll = rng.random()
+            if roll < 0.1:
+                action = rng.choice(odd)
+            elif roll < 0.3:  # the oracle's move: episodes get solved
+                action = oracle(fast)
+            elif roll < 0.4:  # repeats and digits out of range
+                guess = [rng.randint(1, fast.num_numbers + 1) for _ in range(fast.code_length)]
+                action = f"\\boxed{{{' '.join(map(str, guess))}}}"
+            else:
+                action = fast.sample_random_action()
+            out_fast, out_general = fast.step(action), general.step(action)
+            assert out_fast == out_general, (seed, action)
+            assert type(out_fast[1]) is float
+            assert (fast.turn, fast.guesses, fast._seen, fast.best_black, fast._history, fast.done, fast.success) == (
+                general.turn, general.guesses, general._seen, general.best_black, general._history, general.done,
+                general.success)
+            fast_moves += "parsed_action" in out_fast[4] and not out_fast[4]["invalid_action"] and not out_fast[2]
+            solved += bool(out_fast[4]["success"])
+            done = out_fast[2] or out_fast[3]
+            steps += 1
+    assert steps > 1000 and fast_moves > 500 and solved > 50  # every path was exercised
