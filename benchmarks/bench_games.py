@@ -72,7 +72,7 @@ def config(args: Any) -> dict[str, Any]:
         "build_envs": args.build_envs or (16 if quick else 256),
         "build_budget_s": 2.0 if quick else 10.0,
         "interleaved_block_s": 0.02 if quick else 0.1,
-        "interleaved_blocks": 2 if quick else 10,
+        "interleaved_blocks": 2 if quick else 30,
     }
 
 
