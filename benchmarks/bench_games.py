@@ -84,24 +84,36 @@ def reference_config(config: dict[str, Any], ours: dict[str, Any] | None) -> dic
     return {**config, "env_ids": ids}
 
 
+# Games whose reset costs more than this on either side keep their sequential ratio: every
+# episode end inside a block resets, so a slow reset (the reference's Sokoban-hard takes
+# seconds) would stretch each turn far past the block and hold up both workers.
+_INTERLEAVED_MAX_RESET_S = 0.1
+
+
 def interleaved_config(config: dict[str, Any], ours: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any] | None:
-    """The interleaved phase steps every game both sides stepped, taking turns block by block."""
-    stepped = [
-        env_id for env_id in sorted(ours.get("games", {}))
-        if _get(ours, "games", env_id, "step", "steps_per_s") and _get(ref, "games", env_id, "step", "steps_per_s")
-    ]  # fmt: skip
-    if not stepped:
+    """The interleaved phase steps every game both sides stepped and reset within 0.1 s, taking turns block by block."""
+    reset_s: dict[str, float] = {}
+    for env_id in sorted(ours.get("games", {})):
+        if not (_get(ours, "games", env_id, "step", "steps_per_s") and _get(ref, "games", env_id, "step", "steps_per_s")):
+            continue
+        slowest = max(_get(side, "games", env_id, "reset", "mean_s") or 0.0 for side in (ours, ref))
+        if slowest <= _INTERLEAVED_MAX_RESET_S:
+            reset_s[env_id] = slowest
+    if not reset_s:
         return None
     return {
-        "env_ids": stepped,
+        "env_ids": list(reset_s),
         "block_s": config["interleaved_block_s"],
         "blocks": config["interleaved_blocks"],
+        "reset_s": reset_s,
     }
 
 
 def timeout_s(config: dict[str, Any]) -> float:
-    if "blocks" in config:  # the interleaved phase: both sides' blocks, one after the other
-        return 120 + len(config["env_ids"]) * (2 * config["block_s"] * (config["blocks"] + 1) + 10)
+    if "blocks" in config:  # the interleaved phase: both sides' turns, one after the other
+        turns = 2 * (config["blocks"] + 1)
+        resets = config.get("reset_s", {})
+        return 120 + sum(turns * (config["block_s"] + 2 * resets.get(i, 0.0)) + 10 for i in config["env_ids"])
     count = len(config["env_ids"]) if config["env_ids"] is not None else 40
     per_game = (config["step_target_s"] * (config["step_trials"] + 1) + config["reset_budget_s"]
                 + config["build_budget_s"] + 30)
@@ -294,6 +306,15 @@ def interleaved_ratio(ours: dict[str, Any] | None, ref: dict[str, Any] | None, e
     return ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
 
 
+def _interleaved_cell(ours: dict[str, Any] | None, ref: dict[str, Any] | None, env_id: str) -> str:
+    ratio = interleaved_ratio(ours, ref, env_id)
+    if ratio is not None or not _get(ours, "interleaved", "games"):
+        return fmt_ratio(ratio)
+    if env_id not in _get(ours, "interleaved", "games") and _get(ref, "games", env_id, "step"):
+        return "n/a (slow reset)"
+    return fmt_ratio(ratio)
+
+
 def measure(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
     ids = config["env_ids"]
     if ids is None:
@@ -353,7 +374,7 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
             env_id, fmt_rate(o_rate), fmt_rate(_get(o, "step_unwrapped", "steps_per_s")),
             fmt_rate(r_rate),
             fmt_ratio(o_rate / r_rate if o_rate and r_rate else None),
-            fmt_ratio(interleaved_ratio(ours, ref, env_id)),
+            _interleaved_cell(ours, ref, env_id),
             fmt_seconds(_get(o, "reset", "mean_s")), fmt_seconds(_get(o, "reset", "p99_s")),
             fmt_seconds(_get(r, "reset", "mean_s")), fmt_seconds(_get(r, "reset", "p99_s")),
         ])
@@ -388,11 +409,12 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
         ["game", f"ours build {n}", "ours RSS delta", f"ref build {n}", "ref RSS delta"], builds)
     text += "\n~ = extrapolated from the envs built within the time budget. " + NOTES
     inter = _get(ours, "interleaved")
-    if inter:
+    if inter and "error" not in inter:
         text += (f"\ninterleaved: after both runs, the two workers ran at once and took turns: for each game "
                  f"{inter.get('blocks')} blocks of {inter.get('block_s')} s of wrapped steps per side, block i of "
                  "ours then block i of the reference; the ratio is the median of the blocks' ratios "
-                 "(the target uses it)")
+                 f"(the target uses it). Games whose reset takes over {_INTERLEAVED_MAX_RESET_S:g} s on "
+                 "either side keep the sequential ratio (a reset inside a block would hold up both workers)")
         for label, side in (("ours", ours), ("ref", ref)):
             baton = _get(side, "interleaved", "baton") or {}
             if baton.get("broken") or "error" in (_get(side, "interleaved") or {}):

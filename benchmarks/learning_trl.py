@@ -6,8 +6,10 @@ each with a held-out greedy evaluation every ``--eval-every`` steps, stopping at
 per seed (held-out success, steps, time to the target, wall time) and writes it to
 ``benchmarks/results/learning/trl-<tag>.md``. Runs land in
 ``benchmarks/results/learning/trl-<tag>/seed<N>/`` (gitignored); a seed whose
-``summary.json`` exists is reused (``--force`` reruns it). The figures of record are copied
-by hand into ``benchmarks/LEARNING.md`` (section "Learning through TRL").
+``summary.json`` exists is reused (``--force`` reruns it). A figure of every seed's held-out
+curve, over TRL steps and over wall time, goes to ``trl-<tag>.png`` beside the table
+(``--figure PATH`` copies it, e.g. to ``benchmarks/figures/``). The figures of record are
+copied by hand into ``benchmarks/LEARNING.md`` (section "Learning through TRL").
 
 Launch::
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -76,6 +79,44 @@ def table(rows: list[tuple[int, dict[str, Any]]], target: float) -> str:
     return "\n".join(lines)
 
 
+def figure(rows: list[tuple[int, dict[str, Any]]], path: Path, target: float, budget_s: float) -> bool:
+    """Each seed's held-out success over TRL steps and over wall time, as a PNG; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no figure")
+        return False
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for seed, s in rows:
+        start = s["eval"].get("warmed_up", s["eval"].get("untrained", {})).get("success_rate")
+        evals = s.get("evals", [])
+        steps = [0] + [e["step"] for e in evals]
+        times = [0.0] + [e["time_s"] for e in evals]
+        success = [start] + [e["success_rate"] for e in evals]
+        (line,) = by_step.plot(steps, success, "o-", ms=3, label=f"seed {seed}")
+        by_time.plot(times, success, "o-", ms=3, color=line.get_color())
+    random_rate = rows[0][1]["eval"]["random"]["success_rate"] if rows else None
+    for ax in (by_step, by_time):
+        ax.axhline(target, color="green", ls=":", label=f"target {target:g}")
+        if random_rate is not None:
+            ax.axhline(random_rate, color="gray", ls="--", label="random policy")
+        ax.set_ylim(-0.02, 1.02)
+    by_time.axvline(budget_s, color="red", ls=":", label=f"budget {budget_s:g} s")
+    by_step.set(xlabel="TRL step", ylabel="held-out success (greedy)")
+    by_time.set(xlabel="wall time (s), warm-up and evaluations included")
+    by_step.set_title("TRL GRPOTrainer + gem-trl ReBN, GuessTheNumber-easy", fontsize=10)
+    by_step.legend(fontsize=8, loc="upper left")
+    by_time.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -89,6 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--budget-s", type=float, default=900.0, help="wall-time budget of a run (training stops after it)")
     p.add_argument("--eval-every", type=int, default=50, help="held-out evaluation every N TRL steps")
     p.add_argument("--force", action="store_true")
+    p.add_argument("--figure", type=Path, help="also copy the figure here (e.g. benchmarks/figures/trl-TAG.png)")
     args = p.parse_args(argv)
     out = RESULTS / f"trl-{args.tag}"
     out.mkdir(parents=True, exist_ok=True)
@@ -97,6 +139,13 @@ def main(argv: list[str] | None = None) -> None:
     text = table(summaries, args.target)
     (RESULTS / f"trl-{args.tag}.md").write_text(text + "\n")
     print(text)
+    png = RESULTS / f"trl-{args.tag}.png"
+    if figure(summaries, png, args.target, args.budget_s):
+        print(f"figure: {png}")
+        if args.figure:
+            args.figure.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(png, args.figure)
+            print(f"copied to {args.figure}")
 
 
 if __name__ == "__main__":

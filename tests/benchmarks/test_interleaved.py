@@ -116,9 +116,20 @@ def test_unpaired_blocks_give_no_interleaved_ratio() -> None:
     assert bench_games.interleaved_ratio(_side(1.0, None), _side(1.0, [1.0]), "game:X-v0") is None
 
 
-def test_interleaved_config_takes_the_games_both_sides_stepped() -> None:
+def test_interleaved_config_takes_the_games_both_sides_stepped_and_reset_quickly() -> None:
     config = {"interleaved_block_s": 0.1, "interleaved_blocks": 10}
-    ours = {"games": {"game:A-v0": {"step": {"steps_per_s": 1.0}}, "game:B-v0": {"error": "x"}}}
-    ref = {"games": {"game:A-v0": {"step": {"steps_per_s": 2.0}}, "game:B-v0": {"step": {"steps_per_s": 2.0}}}}
-    assert bench_games.interleaved_config(config, ours, ref) == {"env_ids": ["game:A-v0"], "block_s": 0.1, "blocks": 10}
+
+    def game(rate: float, reset_s: float) -> dict:
+        return {"step": {"steps_per_s": rate}, "reset": {"mean_s": reset_s}}
+
+    ours = {"games": {"game:A-v0": game(1.0, 1e-5), "game:B-v0": {"error": "x"}, "game:C-v0": game(1.0, 0.002)}}
+    ref = {"games": {"game:A-v0": game(2.0, 3e-5), "game:B-v0": game(2.0, 1e-5), "game:C-v0": game(2.0, 3.0)}}
+    inter = bench_games.interleaved_config(config, ours, ref)
+    assert inter == {"env_ids": ["game:A-v0"], "block_s": 0.1, "blocks": 10, "reset_s": {"game:A-v0": 3e-5}}
     assert bench_games.interleaved_config(config, {"games": {}}, ref) is None
+    # The phase's timeout allows for the resets; the slow-reset game is marked in the table.
+    assert bench_games.timeout_s(inter) == pytest.approx(120 + 22 * (0.1 + 6e-5) + 10)
+    ours["interleaved"] = {"games": {"game:A-v0": {"rates": [1.0]}}, "blocks": 1, "block_s": 0.1}
+    ref["interleaved"] = {"games": {"game:A-v0": {"rates": [2.0]}}, "blocks": 1, "block_s": 0.1}
+    table = bench_games.render(ours, ref, "")
+    assert "n/a (slow reset)" in next(line for line in table.splitlines() if line.startswith("game:C-v0"))
