@@ -171,6 +171,9 @@ class LanguageGame(Env[str, str]):
     keeps_episode_books = True
     _step_after_end: Callable[[], None] | None = None
     _own_observe: ClassVar[bool] = False
+    # True on a game class that defines its own one-frame `step` for the common move; its
+    # subclasses get False, so they take the general path (they may change a move's meaning).
+    _fast_step: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -245,6 +248,7 @@ class LanguageGame(Env[str, str]):
         super().__init_subclass__(**kwargs)
         # Whether `step` calls `observe` or builds its default text inline (one call fewer).
         cls._own_observe = cls.observe is not LanguageGame.observe
+        cls._fast_step = "step" in cls.__dict__
 
     def format_hint(self) -> str:
         """One line telling the agent the expected action format."""
@@ -288,6 +292,24 @@ class LanguageGame(Env[str, str]):
             return self._format_error(action, content)
 
         return self._conclude(turn, content, self.apply_move(move))
+
+    def _end_fast_turn(self, turn: int, obs: str, reward: float, invalid: bool, content: str):
+        """The return of a one-frame `step` (a subclass's) for a move that does not end the
+        game: what `_conclude` returns for it, the turn budget's truncation included."""
+        max_turns = self.max_turns
+        if turn >= max_turns:
+            self.done = truncated = True
+            obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
+        else:
+            truncated = False
+        info = {
+            "success": False,
+            "turn": turn,
+            "format_error": False,
+            "invalid_action": invalid,
+            "parsed_action": content,
+        }
+        return obs, reward, False, truncated, info
 
     def _conclude(self, turn: int, content: str, result: Any):
         """The step's return for ``result``, what `apply_move` returned at ``turn``."""

@@ -206,7 +206,6 @@ class FifteenPuzzleEnv(LanguageGame):
     """
 
     title = "Fifteen Puzzle"
-    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -377,24 +376,8 @@ class FifteenPuzzleEnv(LanguageGame):
                 self.success = False
                 max_turns = self.max_turns
                 obs = f"{feedback}\n\nBoard:\n{self._grid()}\nTurn {turn}/{max_turns}. Enter your move."
-                if turn >= max_turns:
-                    self.done = truncated = True
-                    obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
-                else:
-                    truncated = False
-                info = {
-                    "success": False,
-                    "turn": turn,
-                    "format_error": False,
-                    "invalid_action": invalid,
-                    "parsed_action": move,
-                }
-                return obs, reward, False, truncated, info
+                return self._end_fast_turn(turn, obs, reward, invalid, move)
         return LanguageGame.step(self, action)
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._fast_step = False  # a subclass may change a move's meaning: the general path
 
     def parse_move(self, content: str) -> str | None:
         if content in _DIRECTION_SET:  # the usual move, already clean

@@ -37,7 +37,6 @@ class GuessTheNumberEnv(LanguageGame):
     """
 
     title = "Guess The Number"
-    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -134,26 +133,8 @@ class GuessTheNumberEnv(LanguageGame):
                         f"Turn {turn}: you guessed {text}; the target is {hint} than {text}.\n\n"
                         f"Guesses so far: {self._history}. Enter your next guess."
                     )
-                    max_turns = self.max_turns
-                    if turn >= max_turns:
-                        self.done = True
-                        obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
-                        truncated = True
-                    else:
-                        truncated = False
-                    info = {
-                        "success": False,
-                        "turn": turn,
-                        "format_error": False,
-                        "invalid_action": False,
-                        "parsed_action": content,
-                    }
-                    return obs, reward, False, truncated, info
+                    return self._end_fast_turn(turn, obs, reward, False, content)
         return LanguageGame.step(self, action)
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._fast_step = False  # a subclass may change a move's meaning: the general path
 
     @property
     def guesses(self) -> list[tuple[int, str]]:

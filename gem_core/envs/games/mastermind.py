@@ -75,7 +75,6 @@ class MastermindEnv(LanguageGame):
     """
 
     title = "Mastermind"
-    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -207,25 +206,8 @@ class MastermindEnv(LanguageGame):
                     f"Turn {turn}: your guess {content} gets {black} black peg(s) and {white} white peg(s)."
                     f"\n\nGuesses so far:{history}\nEnter your next guess."
                 )
-                max_turns = self.max_turns
-                if turn >= max_turns:
-                    self.done = truncated = True
-                    obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
-                else:
-                    truncated = False
-                info = {
-                    "success": False,
-                    "turn": turn,
-                    "format_error": False,
-                    "invalid_action": False,
-                    "parsed_action": content,
-                }
-                return obs, reward, False, truncated, info
+                return self._end_fast_turn(turn, obs, reward, False, content)
         return LanguageGame.step(self, action)
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._fast_step = False  # a subclass may change a move's meaning: the general path
 
     def parse_move(self, content: str) -> tuple[int, ...] | None:
         tokens = content.replace(",", " ").split()

@@ -102,7 +102,6 @@ class TowerofHanoiEnv(LanguageGame):
     """
 
     title = "Tower of Hanoi"
-    _fast_step = True  # see `step`
 
     def __init__(
         self,
@@ -224,24 +223,8 @@ class TowerofHanoiEnv(LanguageGame):
                         self._board = board = f"A: {a}\nB: {b}\nC: {c}"
                     max_turns = self.max_turns
                     obs = f"{feedback}\n\nPegs (bottom to top):\n{board}\nTurn {turn}/{max_turns}. Enter your move."
-                    if turn >= max_turns:
-                        self.done = truncated = True
-                        obs = f"{obs}\n\nYou have used all {max_turns} turns. Game over."
-                    else:
-                        truncated = False
-                    info = {
-                        "success": False,
-                        "turn": turn,
-                        "format_error": False,
-                        "invalid_action": why is not None,
-                        "parsed_action": content,
-                    }
-                    return obs, reward, False, truncated, info
+                    return self._end_fast_turn(turn, obs, reward, why is not None, content)
         return LanguageGame.step(self, action)
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._fast_step = False  # a subclass may change a move's meaning: the general path
 
     def parse_move(self, content: str) -> tuple[str, str] | None:
         if (

@@ -19,6 +19,7 @@ from gem_core.envs.games.fifteen_puzzle import (
     solve,
 )
 from gem_core.envs.games.oracles import play_oracle_episode
+from tests.envs.games._fast_path import play_side_by_side
 
 IDS = ["game:FifteenPuzzle-v0-easy", "game:FifteenPuzzle-v0-hard", "game:FifteenPuzzle-v0-random"]
 
@@ -207,26 +208,17 @@ def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant
            "\\boxed{\\boxed{left}}", None, 7]
     rng = random.Random(0)
     fast, general = FifteenPuzzleEnv(**variant), _GeneralPath(**variant)
-    assert type(fast)._fast_step and not type(general)._fast_step
-    steps = fast_moves = solved = 0
-    for seed in range(300):
-        assert fast.reset(seed=seed) == general.reset(seed=seed)
-        done = False
-        while not done:
-            roll = rng.random()
-            if roll < 0.1:
-                action = rng.choice(odd)
-            elif roll < 0.6:  # the oracle's move: episodes get solved
-                action = oracle(fast)
-            else:
-                action = f"I slide \\boxed{{{rng.choice(DIRECTIONS)}}}"
-            out_fast, out_general = fast.step(action), general.step(action)
-            assert out_fast == out_general, (seed, action)
-            assert type(out_fast[1]) is float
-            assert (fast.turn, fast.tiles, fast.blank, fast.distance, fast.moves, fast.done, fast.success) == (
-                general.turn, general.tiles, general.blank, general.distance, general.moves, general.done, general.success)
-            fast_moves += out_fast[4].get("parsed_action") in DIRECTIONS and not out_fast[2]
-            solved += bool(out_fast[4]["success"])
-            done = out_fast[2] or out_fast[3]
-            steps += 1
-    assert steps > 1000 and fast_moves > 500 and solved > 50  # every path was exercised
+
+    def next_action(env):
+        roll = rng.random()
+        if roll < 0.1:
+            action = rng.choice(odd)
+        elif roll < 0.6:  # the oracle's move: episodes get solved
+            action = oracle(env)
+        else:
+            action = f"I slide \\boxed{{{rng.choice(DIRECTIONS)}}}"
+        return action
+
+    state = lambda env: (env.turn, env.tiles, env.blank, env.distance, env.moves, env.done, env.success)  # noqa: E731
+    counts = play_side_by_side(fast, general, range(300), next_action, state)
+    assert counts["steps"] > 1000 and counts["moves"] > 500 and counts["solved"] > 50  # every path was exercised

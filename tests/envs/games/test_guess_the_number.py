@@ -9,6 +9,7 @@ import pytest
 import gem_core
 from gem_core.envs.games.guess_the_number import GuessTheNumberEnv
 from gem_core.envs.games.oracles import play_oracle_episode
+from tests.envs.games._fast_path import play_side_by_side
 
 IDS = ["game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard", "game:GuessTheNumber-v0-random"]
 
@@ -126,25 +127,17 @@ def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant
            "x \\boxed{5} \\frac{1}{2}", None, 7]
     rng = random.Random(0)
     fast, general = GuessTheNumberEnv(**variant), _GeneralPath(**variant)
-    assert type(fast)._fast_step and not type(general)._fast_step
-    steps = fast_moves = 0
-    for seed in range(200):
-        assert fast.reset(seed=seed) == general.reset(seed=seed)
-        done = False
-        while not done:
-            roll = rng.random()
-            if roll < 0.15:
-                action = rng.choice(odd)
-            elif roll < 0.25:
-                action = f"\\boxed{{{rng.randint(-5, 2100)}}}"
-            else:
-                action = f"I guess \\boxed{{{rng.randint(fast.min_number, fast.max_number)}}}"
-            out_fast, out_general = fast.step(action), general.step(action)
-            assert out_fast == out_general, (seed, action)
-            assert type(out_fast[1]) is float
-            assert (fast.turn, fast.low, fast.high, fast.guesses, fast.done, fast.success) == (
-                general.turn, general.low, general.high, general.guesses, general.done, general.success)
-            fast_moves += "parsed_action" in out_fast[4] and not out_fast[4]["invalid_action"] and not out_fast[2]
-            done = out_fast[2] or out_fast[3]
-            steps += 1
-    assert steps > 300 and fast_moves > 100  # the fast path was exercised, not only the fallbacks
+
+    def next_action(env):
+        roll = rng.random()
+        if roll < 0.15:
+            action = rng.choice(odd)
+        elif roll < 0.25:
+            action = f"\\boxed{{{rng.randint(-5, 2100)}}}"
+        else:
+            action = f"I guess \\boxed{{{rng.randint(env.min_number, env.max_number)}}}"
+        return action
+
+    state = lambda env: (env.turn, env.low, env.high, env.guesses, env.done, env.success)  # noqa: E731
+    counts = play_side_by_side(fast, general, range(200), next_action, state)
+    assert counts["steps"] > 300 and counts["valid"] > 100  # the fast path was exercised, not only the fallbacks

@@ -9,6 +9,7 @@ import pytest
 import gem_core
 from gem_core.envs.games.mastermind import RANDOM_CONFIGS, MastermindEnv, oracle, score_guess
 from gem_core.envs.games.oracles import play_oracle_episode
+from tests.envs.games._fast_path import play_side_by_side
 
 IDS = ["game:Mastermind-v0-easy", "game:Mastermind-v0-hard", "game:Mastermind-v0-random"]
 
@@ -137,30 +138,20 @@ def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant
            "\\boxed{\\1 2 3 4}", "no box", "\\boxed{1 2} then \\boxed{3 4}", "x \\boxed{1 2 3 4} \\frac{1}{2}", None, 7]
     rng = random.Random(0)
     fast, general = MastermindEnv(**variant), _GeneralPath(**variant)
-    assert type(fast)._fast_step and not type(general)._fast_step
-    steps = fast_moves = solved = 0
-    for seed in range(300):
-        assert fast.reset(seed=seed) == general.reset(seed=seed)
-        done = False
-        while not done:
-            roll = rng.random()
-            if roll < 0.1:
-                action = rng.choice(odd)
-            elif roll < 0.3:  # the oracle's move: episodes get solved
-                action = oracle(fast)
-            elif roll < 0.4:  # repeats and digits out of range
-                guess = [rng.randint(1, fast.num_numbers + 1) for _ in range(fast.code_length)]
-                action = f"\\boxed{{{' '.join(map(str, guess))}}}"
-            else:
-                action = fast.sample_random_action()
-            out_fast, out_general = fast.step(action), general.step(action)
-            assert out_fast == out_general, (seed, action)
-            assert type(out_fast[1]) is float
-            assert (fast.turn, fast.guesses, fast._seen, fast.best_black, fast._history, fast.done, fast.success) == (
-                general.turn, general.guesses, general._seen, general.best_black, general._history, general.done,
-                general.success)
-            fast_moves += "parsed_action" in out_fast[4] and not out_fast[4]["invalid_action"] and not out_fast[2]
-            solved += bool(out_fast[4]["success"])
-            done = out_fast[2] or out_fast[3]
-            steps += 1
-    assert steps > 1000 and fast_moves > 500 and solved > 50  # every path was exercised
+
+    def next_action(env):
+        roll = rng.random()
+        if roll < 0.1:
+            action = rng.choice(odd)
+        elif roll < 0.3:  # the oracle's move: episodes get solved
+            action = oracle(env)
+        elif roll < 0.4:  # repeats and digits out of range
+            guess = [rng.randint(1, env.num_numbers + 1) for _ in range(env.code_length)]
+            action = f"\\boxed{{{' '.join(map(str, guess))}}}"
+        else:
+            action = env.sample_random_action()
+        return action
+
+    state = lambda env: (env.turn, env.guesses, env._seen, env.best_black, env._history, env.done, env.success)  # noqa: E731
+    counts = play_side_by_side(fast, general, range(300), next_action, state)
+    assert counts["steps"] > 1000 and counts["valid"] > 500 and counts["solved"] > 50  # every path was exercised

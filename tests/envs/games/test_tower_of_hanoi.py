@@ -10,6 +10,7 @@ import pytest
 import gem_core
 from gem_core.envs.games.oracles import play_oracle_episode
 from gem_core.envs.games.tower_of_hanoi import PEGS, TowerofHanoiEnv, distance_to_goal, oracle
+from tests.envs.games._fast_path import play_side_by_side
 
 IDS = ["game:TowerofHanoi-v0-easy", "game:TowerofHanoi-v0-hard", "game:TowerofHanoi-v0-random"]
 
@@ -189,26 +190,17 @@ def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant
            "x \\boxed{A C} \\frac{1}{2}", None, 7]
     rng = random.Random(0)
     fast, general = TowerofHanoiEnv(**variant), _GeneralPath(**variant)
-    assert type(fast)._fast_step and not type(general)._fast_step
-    steps = fast_moves = solved = 0
-    for seed in range(300):
-        assert fast.reset(seed=seed) == general.reset(seed=seed)
-        done = False
-        while not done:
-            roll = rng.random()
-            if roll < 0.1:
-                action = rng.choice(odd)
-            elif roll < 0.6:  # the oracle's move: episodes get solved
-                action = oracle(fast)
-            else:  # any two letters, the same peg twice included
-                action = f"move \\boxed{{{rng.choice(PEGS)} {rng.choice(PEGS)}}}"
-            out_fast, out_general = fast.step(action), general.step(action)
-            assert out_fast == out_general, (seed, action)
-            assert type(out_fast[1]) is float
-            assert (fast.turn, fast.pegs, fast.peg_of, fast.distance, fast.moves, fast.done, fast.success) == (
-                general.turn, general.pegs, general.peg_of, general.distance, general.moves, general.done, general.success)
-            fast_moves += "parsed_action" in out_fast[4] and not out_fast[2]
-            solved += bool(out_fast[4]["success"])
-            done = out_fast[2] or out_fast[3]
-            steps += 1
-    assert steps > 400 and fast_moves > 200 and solved > 10  # every path was exercised
+
+    def next_action(env):
+        roll = rng.random()
+        if roll < 0.1:
+            action = rng.choice(odd)
+        elif roll < 0.6:  # the oracle's move: episodes get solved
+            action = oracle(env)
+        else:  # any two letters, the same peg twice included
+            action = f"move \\boxed{{{rng.choice(PEGS)} {rng.choice(PEGS)}}}"
+        return action
+
+    state = lambda env: (env.turn, env.pegs, env.peg_of, env.distance, env.moves, env.done, env.success)  # noqa: E731
+    counts = play_side_by_side(fast, general, range(300), next_action, state)
+    assert counts["steps"] > 400 and counts["moves"] > 200 and counts["solved"] > 10  # every path was exercised
