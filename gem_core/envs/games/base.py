@@ -171,8 +171,9 @@ class LanguageGame(Env[str, str]):
     keeps_episode_books = True
     _step_after_end: Callable[[], None] | None = None
     _own_observe: ClassVar[bool] = False
-    # True on a game class that defines its own one-frame `step` for the common move; its
-    # subclasses get False, so they take the general path (they may change a move's meaning).
+    # True on a game (a direct subclass) that defines its own one-frame `step` for the common
+    # move; its subclasses get False, even with a `step` of their own (calling super's), so
+    # they take the general path: they may change a move's meaning.
     _fast_step: ClassVar[bool] = False
 
     def __init__(
@@ -248,7 +249,7 @@ class LanguageGame(Env[str, str]):
         super().__init_subclass__(**kwargs)
         # Whether `step` calls `observe` or builds its default text inline (one call fewer).
         cls._own_observe = cls.observe is not LanguageGame.observe
-        cls._fast_step = "step" in cls.__dict__
+        cls._fast_step = "step" in cls.__dict__ and LanguageGame in cls.__bases__
 
     def format_hint(self) -> str:
         """One line telling the agent the expected action format."""

@@ -141,3 +141,17 @@ def test_the_one_frame_common_move_returns_what_the_general_path_returns(variant
     state = lambda env: (env.turn, env.low, env.high, env.guesses, env.done, env.success)  # noqa: E731
     counts = play_side_by_side(fast, general, range(200), next_action, state)
     assert counts["steps"] > 300 and counts["valid"] > 100  # the fast path was exercised, not only the fallbacks
+
+
+def test_a_subclass_takes_the_general_path_even_with_a_step_of_its_own():
+    class Doubled(GuessTheNumberEnv):  # changes what a move means and wraps step
+        def parse_move(self, content):
+            return 2 * int(content)
+
+        def step(self, action):
+            return super().step(action)
+
+    assert GuessTheNumberEnv._fast_step and not Doubled._fast_step and not _GeneralPath._fast_step
+    env = Doubled(min_number=1, max_number=10, max_turns=4)
+    env.reset(seed=0)
+    assert "you guessed 6" in env.step("\\boxed{3}")[0] or env.target == 6
