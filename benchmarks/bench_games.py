@@ -101,11 +101,20 @@ def interleaved_config(config: dict[str, Any], ours: dict[str, Any], ref: dict[s
             reset_s[env_id] = slowest
     if not reset_s:
         return None
+    # Where one side has no sample_random_action, both play the same fallback actions, so
+    # the two step through the same mix of moves (the reference 0.1.0 lacks it for Sudoku
+    # and TowerofHanoi; our Sudoku's own samples stay in the board's range, the fallback's
+    # do not).
+    fallback = [
+        env_id for env_id in reset_s
+        if any(_get(side, "games", env_id, "step", "policy") not in (None, "sample_random_action") for side in (ours, ref))
+    ]  # fmt: skip
     return {
         "env_ids": list(reset_s),
         "block_s": config["interleaved_block_s"],
         "blocks": config["interleaved_blocks"],
         "reset_s": reset_s,
+        "fallback_ids": fallback,
     }
 
 
@@ -127,8 +136,12 @@ def _game_name(env_id: str) -> str:
     return env_id[len(PREFIX):].split("-v", 1)[0]
 
 
-def _policy(env: Any, env_id: str) -> tuple[Any, str]:
-    """``(function returning the next action, policy name)``."""
+def _policy(env: Any, env_id: str, fallback: bool = False) -> tuple[Any, str]:
+    """``(function returning the next action, policy name)``; ``fallback``: the fallback actions even where the env samples its own."""
+    if fallback and _game_name(env_id) in FALLBACK_ACTIONS:
+        rng = random.Random(0)
+        make_action = FALLBACK_ACTIONS[_game_name(env_id)]
+        return (lambda: make_action(rng)), "fallback (both sides)"
     try:
         env.sample_random_action()
         return env.sample_random_action, "sample_random_action"
@@ -271,7 +284,7 @@ def measure_interleaved(backend: Any, config: dict[str, Any], baton: Any) -> dic
             try:
                 env = backend.make(env_id)
                 env.reset(seed=0)
-                policy, entry["policy"] = _policy(env, env_id)
+                policy, entry["policy"] = _policy(env, env_id, env_id in config.get("fallback_ids", ()))
                 _, _, _, seed = _timed_steps(env, policy, config["block_s"], seed)
             except Exception as e:
                 entry["error"] = error_text(e)

@@ -38,6 +38,16 @@ def test_two_workers_take_turns_block_by_block() -> None:
     assert _alternate(first["baton"]["spans"], second["baton"]["spans"]) == "ab" * 8  # the first side went first
 
 
+def test_both_sides_play_the_same_fallback_actions_where_one_lacks_sample_random_action() -> None:
+    config = {"env_ids": ["game:Sudoku-v0-easy"], "block_s": 0.01, "blocks": 2, "fallback_ids": ["game:Sudoku-v0-easy"]}
+    first, second = bench_run.run_interleaved(bench_games, [(sys.executable, "ours"), (sys.executable, "ours")], config, timeout=120)
+    for side in (first, second):
+        assert side["result"]["games"]["game:Sudoku-v0-easy"]["policy"] == "fallback (both sides)"
+    config["fallback_ids"] = []
+    first, _ = bench_run.run_interleaved(bench_games, [(sys.executable, "ours"), (sys.executable, "ours")], config, timeout=120)
+    assert first["result"]["games"]["game:Sudoku-v0-easy"]["policy"] == "sample_random_action"
+
+
 def test_a_failing_side_keeps_its_turns_paired() -> None:
     """A game one side cannot build still costs that side its turns, so the games after it stay paired."""
     config = {"env_ids": ["game:NoSuchGame-v0", "game:GuessTheNumber-v0-easy"], "block_s": 0.01, "blocks": 2}
@@ -125,7 +135,9 @@ def test_interleaved_config_takes_the_games_both_sides_stepped_and_reset_quickly
     ours = {"games": {"game:A-v0": game(1.0, 1e-5), "game:B-v0": {"error": "x"}, "game:C-v0": game(1.0, 0.002)}}
     ref = {"games": {"game:A-v0": game(2.0, 3e-5), "game:B-v0": game(2.0, 1e-5), "game:C-v0": game(2.0, 3.0)}}
     inter = bench_games.interleaved_config(config, ours, ref)
-    assert inter == {"env_ids": ["game:A-v0"], "block_s": 0.1, "blocks": 10, "reset_s": {"game:A-v0": 3e-5}}
+    assert inter == {"env_ids": ["game:A-v0"], "block_s": 0.1, "blocks": 10, "reset_s": {"game:A-v0": 3e-5}, "fallback_ids": []}
+    ref["games"]["game:A-v0"]["step"]["policy"] = "fallback (sample_random_action not implemented)"
+    assert bench_games.interleaved_config(config, ours, ref)["fallback_ids"] == ["game:A-v0"]  # both sides play it
     assert bench_games.interleaved_config(config, {"games": {}}, ref) is None
     # The phase's timeout allows for the resets; the slow-reset game is marked in the table.
     assert bench_games.timeout_s(inter) == pytest.approx(120 + 22 * (0.1 + 6e-5) + 10)
