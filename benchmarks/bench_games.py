@@ -321,9 +321,9 @@ def interleaved_ratio(ours: dict[str, Any] | None, ref: dict[str, Any] | None, e
 
 def _interleaved_cell(ours: dict[str, Any] | None, ref: dict[str, Any] | None, env_id: str) -> str:
     ratio = interleaved_ratio(ours, ref, env_id)
-    if ratio is not None or not _get(ours, "interleaved", "games"):
-        return fmt_ratio(ratio)
-    if env_id not in _get(ours, "interleaved", "games") and _get(ref, "games", env_id, "step"):
+    played = _get(ours, "interleaved", "games")
+    stepped = all(_get(side, "games", env_id, "step", "steps_per_s") for side in (ours, ref))
+    if ratio is None and played and env_id not in played and stepped:  # left out by interleaved_config
         return "n/a (slow reset)"
     return fmt_ratio(ratio)
 
@@ -409,7 +409,7 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
                                "(not from PyPI); " + message.split(":")[0])
                 if message:
                     errors.append(f"{label} {env_id}: {message}")
-            message = _get(e and {"i": side}, "i", "interleaved", "games", env_id, "error")
+            message = _get(side, "interleaved", "games", env_id, "error")
             if message:
                 errors.append(f"{label} {env_id} (interleaved): {message}")
             policy = _get(e, "step", "policy")
@@ -428,11 +428,11 @@ def render(ours: dict[str, Any] | None, ref: dict[str, Any] | None, ref_note: st
                  "ours then block i of the reference; the ratio is the median of the blocks' ratios "
                  f"(the target uses it). Games whose reset takes over {_INTERLEAVED_MAX_RESET_S:g} s on "
                  "either side keep the sequential ratio (a reset inside a block would hold up both workers)")
-        for label, side in (("ours", ours), ("ref", ref)):
-            baton = _get(side, "interleaved", "baton") or {}
-            if baton.get("broken") or "error" in (_get(side, "interleaved") or {}):
-                why = baton.get("broken") or _get(side, "interleaved", "error")
-                text += f"\ninterleaved, {label}: the turns stopped alternating ({why}); its ratios are not paired"
+    for label, side in (("ours", ours), ("ref", ref)):  # a failed phase too (e.g. its timeout)
+        baton = _get(side, "interleaved", "baton") or {}
+        why = baton.get("broken") or _get(side, "interleaved", "error")
+        if why:
+            text += f"\ninterleaved, {label}: the turns stopped alternating ({why}); its ratios are not paired"
     for line in errors:
         text += f"\n{line}"
     for label, side in (("ours", ours), ("ref", ref)):

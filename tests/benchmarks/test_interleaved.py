@@ -145,3 +145,13 @@ def test_interleaved_config_takes_the_games_both_sides_stepped_and_reset_quickly
     ref["interleaved"] = {"games": {"game:A-v0": {"rates": [2.0]}}, "blocks": 1, "block_s": 0.1}
     table = bench_games.render(ours, ref, "")
     assert "n/a (slow reset)" in next(line for line in table.splitlines() if line.startswith("game:C-v0"))
+
+
+def test_a_failed_interleaved_phase_is_reported() -> None:
+    ours, ref = _side(150.0, None), _side(100.0, None)
+    for side in (ours, ref):
+        side["interleaved"] = {"error": "interleaved run timed out after 541 s", "baton": None}
+    table = bench_games.render(ours, ref, "")
+    assert "interleaved, ours: the turns stopped alternating (interleaved run timed out after 541 s)" in table
+    assert "interleaved, ref: the turns stopped alternating" in table
+    assert bench_games.targets(ours, ref)[0]["value"].startswith("0 of 1 slower (0 interleaved, 1 sequential)")

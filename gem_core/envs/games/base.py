@@ -297,6 +297,7 @@ class LanguageGame(Env[str, str]):
     def _end_fast_turn(self, turn: int, obs: str, reward: float, invalid: bool, content: str):
         """The return of a one-frame `step` (a subclass's) for a move that does not end the
         game: what `_conclude` returns for it, the turn budget's truncation included."""
+        self.success = False
         max_turns = self.max_turns
         if turn >= max_turns:
             self.done = truncated = True

@@ -373,7 +373,6 @@ class FifteenPuzzleEnv(LanguageGame):
                     reward = self.progress_scale * (min(before, m0) - min(after, m0)) / m0
                     feedback, invalid = f"Turn {turn}: tile {t} slid {move}.", False
                 self.turn = turn
-                self.success = False
                 max_turns = self.max_turns
                 obs = f"{feedback}\n\nBoard:\n{self._grid()}\nTurn {turn}/{max_turns}. Enter your move."
                 return self._end_fast_turn(turn, obs, reward, invalid, move)

@@ -201,7 +201,6 @@ class MastermindEnv(LanguageGame):
                 if black > self.best_black:
                     reward = self.progress_scale * (black - self.best_black) / self.code_length
                     self.best_black = black
-                self.success = False
                 obs = (
                     f"Turn {turn}: your guess {content} gets {black} black peg(s) and {white} white peg(s)."
                     f"\n\nGuesses so far:{history}\nEnter your next guess."

@@ -216,7 +216,6 @@ class TowerofHanoiEnv(LanguageGame):
                         reward = self.progress_scale * (before - after) / ((1 << self.num_disks) - 1)
                         feedback = f"Turn {turn}: you moved disk {disk} from {s} to {t}."
                     self.turn = turn
-                    self.success = False
                     board = self._board
                     if board is None:
                         a, b, c = pegs
