@@ -70,26 +70,13 @@ def grading_env(num_tests: int):
 
 
 def _cluster(num_nodes: int, cpus: float, tmp: str) -> Any:
+    """The loopback cluster of `gem_core.testing.ray_cluster`, its files all under ``tmp``."""
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")])
-    import ray
-    from ray.cluster_utils import Cluster
+    from gem_core.testing.ray_cluster import loopback_cluster
 
-    node = {"num_cpus": cpus, "object_store_memory": 80 * MB}
-    cluster = Cluster(initialize_head=True,
-                      head_node_args={**node, "include_dashboard": False, "temp_dir": tmp})
-    for _ in range(num_nodes - 1):
-        cluster.add_node(**node)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address)
-    assert {n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]} == {"127.0.0.1"}
-    return cluster
-
-
-def _stop(cluster: Any) -> None:
-    import ray
-
-    ray.shutdown()
-    cluster.shutdown()
+    os.makedirs(tmp, exist_ok=True)
+    return loopback_cluster(tmp, num_nodes=num_nodes,
+                            node_args={"num_cpus": cpus, "object_store_memory": 80 * MB})
 
 
 def _per_step(vec: Any, steps: int, n: int) -> float:
@@ -105,9 +92,8 @@ def _per_step(vec: Any, steps: int, n: int) -> float:
 def overhead(num_envs: list[int], steps: int, tmp: str) -> list[dict[str, Any]]:
     from gem_core.vector import make_vec
 
-    cluster = _cluster(2, 2, tmp)
     rows = []
-    try:
+    with _cluster(2, 2, tmp):
         for n in num_envs:
             row: dict[str, Any] = {"num_envs": n}
             for mode, kwargs in [
@@ -121,8 +107,6 @@ def overhead(num_envs: list[int], steps: int, tmp: str) -> list[dict[str, Any]]:
                 finally:
                     vec.close()
             rows.append(row)
-    finally:
-        _stop(cluster)
     return rows
 
 
@@ -131,8 +115,7 @@ def grading(nodes: int, num_tests: int, steps: int, tmp: str) -> dict[str, Any]:
 
     from gem_core.distributed import RayVectorEnv
 
-    cluster = _cluster(nodes, 1, tmp)
-    try:
+    with _cluster(nodes, 1, tmp):
         envs = [functools.partial(grading_env(num_tests))] * nodes
         vec = RayVectorEnv(envs, num_workers=nodes, timeout=300,
                            ray_options={"num_cpus": 1, "scheduling_strategy": "SPREAD"})
@@ -147,8 +130,6 @@ def grading(nodes: int, num_tests: int, steps: int, tmp: str) -> dict[str, Any]:
             distinct_nodes = len(set(vec.worker_nodes))
         finally:
             vec.close()
-    finally:
-        _stop(cluster)
     return {"nodes": nodes, "distinct_nodes": distinct_nodes, "test_cases": nodes * steps * num_tests,
             "wall_s": wall, "cases_per_s": nodes * steps * num_tests / wall}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 # Before Ray is imported anywhere: with Ray 2.60 on Linux this makes every node of a
 # local cluster advertise 127.0.0.1 (node_ip_address alone did not); the tests may
@@ -49,43 +48,30 @@ def _raylets(marker: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """``ray.cluster_utils.Cluster`` with a head and one worker node, this process connected."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'gem-core[ray]'")
-    from ray.cluster_utils import Cluster
+    """A head and one worker node on 127.0.0.1 (`gem_core.testing.ray_cluster`), this process connected.
+
+    Everything Ray writes, the address file ``ray.cluster_utils.Cluster`` puts in Ray's
+    default temp dir included, stays in this fixture's temp dir: the tests pass on a machine
+    that has never run Ray (no ``/tmp/ray``) and ignore what earlier runs left there.
+    """
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'gem-core[ray]'")
+    from gem_core.testing.ray_cluster import loopback_cluster
 
     assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
     temp_dir = str(tmp_path_factory.mktemp("ray"))
     old_path = os.environ.get("PYTHONPATH")
     # Workers import the tests' env factories (tests.testing_env) like the driver does.
     os.environ["PYTHONPATH"] = REPO + (os.pathsep + old_path if old_path else "")
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={**NODE, "include_dashboard": False, "temp_dir": temp_dir,
-                        "_system_config": SYSTEM_CONFIG},
-    )
     try:
-        cluster.add_node(**NODE)
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address)
-        nodes = [n for n in ray.nodes() if n["Alive"]]
-        assert len(nodes) == 2
-        assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}, nodes
-        assert cluster.address.startswith("127.0.0.1:")
-        cluster.temp_dir = temp_dir
-        yield cluster
+        with loopback_cluster(temp_dir, num_nodes=2, node_args=NODE,
+                              system_config=SYSTEM_CONFIG) as cluster:
+            yield cluster
     finally:
-        # ray.shutdown() can block for good joining its listener thread at the end of a long
-        # session (seen after the whole suite); the cluster's processes are killed below
-        # either way, so give the driver's disconnect a bounded time.
-        stopper = threading.Thread(target=ray.shutdown, daemon=True)
-        stopper.start()
-        stopper.join(30)
-        cluster.shutdown()
         if old_path is None:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = old_path
-        assert not _raylets(temp_dir), "Ray processes outlived the cluster"
+    assert not _raylets(temp_dir), "Ray processes outlived the cluster"
 
 
 @pytest.fixture
