@@ -200,33 +200,41 @@ $(ROLL_LIGHT_STAMP): $(ROLL_LIGHT_DEPS)
 
 venv-roll-light: $(ROLL_LIGHT_STAMP)
 
-# The core tests in the core venv, then each adapter's tests in its own venv.
-test: test-core test-verl test-trl test-rl2 test-openrlhf test-oat test-roll
+# The core tests in the core venv, then each adapter's tests in its own venv. Every target
+# runs even when an earlier one fails; the run ends with one table (passed, failed, skipped,
+# seconds per target; the JUnit files and summary in TEST_RESULTS) and fails if any target
+# failed. `make test TEST_TARGETS="core trl"` runs some of them.
+TEST_TARGETS ?= core verl trl rl2 openrlhf oat roll
+TEST_RESULTS ?= $(CURDIR)/.test-results
+junit = $(if $(TEST_RESULTS),--junitxml="$(TEST_RESULTS)/$(1).xml")
+
+test:
+	@MAKE="$(MAKE)" $(PYTHON) .ci/test_targets.py --results "$(TEST_RESULTS)" $(TEST_TARGETS)
 
 test-core: system-deps $(STAMP)
-	"$(PY)" -m pytest -q $(PYTEST_ARGS)
+	"$(PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,core)
 
 test-verl: $(VERL_STAMP)
-	cd $(VERL_DIR) && "$(VERL_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(VERL_DIR) && "$(VERL_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,verl)
 
 test-trl: $(TRL_STAMP)
-	cd $(TRL_DIR) && "$(TRL_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(TRL_DIR) && "$(TRL_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,trl)
 
 test-rl2: $(RL2_STAMP)
-	cd $(RL2_DIR) && "$(RL2_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(RL2_DIR) && "$(RL2_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,rl2)
 
 test-openrlhf: $(OPENRLHF_STAMP)
-	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(OPENRLHF_DIR) && "$(OPENRLHF_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,openrlhf)
 
 test-oat: $(OAT_STAMP)
-	cd $(OAT_DIR) && "$(OAT_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(OAT_DIR) && "$(OAT_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,oat)
 
 ifeq ($(strip $(GEM_ROLL_SRC)),)
 test-roll: $(ROLL_LIGHT_STAMP)
-	cd $(ROLL_DIR) && "$(ROLL_LIGHT_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(ROLL_DIR) && "$(ROLL_LIGHT_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,roll)
 else
 test-roll: $(ROLL_STAMP)
-	cd $(ROLL_DIR) && GEM_ROLL_SRC="$(GEM_ROLL_SRC)" PYTHONPATH="$(GEM_ROLL_SRC)" "$(ROLL_PY)" -m pytest -q $(PYTEST_ARGS)
+	cd $(ROLL_DIR) && GEM_ROLL_SRC="$(GEM_ROLL_SRC)" PYTHONPATH="$(GEM_ROLL_SRC)" "$(ROLL_PY)" -m pytest -q $(PYTEST_ARGS) $(call junit,roll)
 endif
 
 bench: $(STAMP)
