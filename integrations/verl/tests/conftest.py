@@ -10,6 +10,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_MODE", "disabled")
+# Before any `import ray`: the local Ray of the v1 test advertises 127.0.0.1, not the
+# machine's interface address.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 PROMPT_LENGTH = 512
 RESPONSE_LENGTH = 512

@@ -30,7 +30,7 @@ from .conftest import compose_config  # noqa: E402
 
 
 @pytest.fixture
-def ray_cluster():
+def ray_cluster(tmp_path_factory):
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM", "WANDB_MODE") if k in os.environ}
     env["TRANSFER_QUEUE_ENABLE"] = "1"
     ray.init(
@@ -38,6 +38,8 @@ def ray_cluster():
         include_dashboard=False,
         log_to_driver=False,
         runtime_env={"env_vars": env},
+        # Sessions, sockets and logs in the test's temp dir, not in the host's /tmp/ray.
+        _temp_dir=str(tmp_path_factory.mktemp("ray")),
     )
     try:
         yield
