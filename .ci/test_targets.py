@@ -67,9 +67,12 @@ def table(rows: list[dict[str, object]]) -> str:
     head = ["target", "passed", "failed", "skipped", "pytest s", "wall s", "status"]
     body = [[str(r["target"]), str(r["passed"]), str(r["failed"]), str(r["skipped"]),
              f"{float(r['pytest_s']):.0f}", f"{float(r['wall_s']):.0f}", str(r["status"])] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    line = lambda cells: "  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
 
 
@@ -90,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     (results / "summary.txt").write_text(summary + "\n", encoding="utf-8")
     (results / "summary.json").write_text(json.dumps({"rows": rows, "wall_s": round(total, 1)}, indent=1),
                                           encoding="utf-8")
-    print(f"\n=== make test: {len(rows)} targets in {total / 60:.1f} min ===")
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n=== make test: {len(rows)} targets in {total / 60:.1f} min (load average now {load}) ===")
     print(summary)
     if failed:
         print(f"\nFAILED: {' '.join(map(str, failed))}")

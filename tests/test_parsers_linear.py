@@ -7,15 +7,15 @@ openers, digits, spaces and braces, and the exact box shapes that hung a step be
 (issue 12, item 7: Sudoku 307 s on 803 characters, WordSearch 35 s on 603, Crosswords and
 TowerofHanoi 5–9 s at the box limit).
 
-Timing: each call must take < 0.1 s of CPU time. A super-linear parser takes seconds to hours
-on these inputs, so the bound separates the two by orders of magnitude. The slowest linear
-case is the ``\boxed{}`` extractor's brace-matching pass over 10^5 braces: about 45 ms
-(best of five) on the 2-core development box at load 5, where its *wall* time reached
-0.104 s in one of three tries. So the tests measure the calling thread's CPU time
-(`time.thread_time`: time spent descheduled on a loaded box does not count), and a call
-over the bound is timed again (the best of three counts). Every call also runs under a
-SIGALRM wall-clock deadline, so a regression fails in seconds instead of hanging the suite
-(`re` and Python code both check for signals).
+Timing: each call must take < 0.25 s of CPU time. A super-linear parser takes seconds to hours
+on these inputs, so the bound separates the two by an order of magnitude or more. The slowest
+linear case is the ``\boxed{}`` extractor's brace-matching pass over 10^5 braces: 34 ms quiet,
+about 45 ms (best of five) on the 2-core development box at load 5 (the bound is 5x that),
+where its *wall* time reached 0.104 s in one of three tries. So the tests measure the calling
+thread's CPU time (`time.thread_time`: time spent descheduled on a loaded box does not
+count), and a call over the bound is timed again (the best of three counts). Every call also
+runs under a SIGALRM wall-clock deadline, so a regression fails in seconds instead of hanging
+the suite (`re` and Python code both check for signals).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from gem_core.envs.games.base import MAX_BOX_CHARS, LanguageGame
 from gem_core.grading import extract, qa
 
 GAME_IDS = sorted(i for i in gem_core.registry if i.startswith("game:"))
-BOUND_S = 0.1  # CPU seconds per call; see the module docstring for the measurement
+BOUND_S = 0.25  # CPU seconds per call; see the module docstring for the measurement
 HANG_S = 3.0  # a call still running after this is reported as a hang
 N = 100_000
 

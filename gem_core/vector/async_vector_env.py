@@ -88,6 +88,9 @@ def _worker_main(
     """A worker process: build the shard, then answer one message per command."""
     parent_conn.close()  # so that the main process dying reads as EOF here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    # close() ends a busy worker with SIGTERM: a handler inherited from the parent (a Ray
+    # node's "drain for 30 s", a server framework's) would hold it until the SIGKILL.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     envs: list[Env] = []
     try:
         for k, fn in enumerate(env_fns):

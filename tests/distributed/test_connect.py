@@ -63,7 +63,7 @@ def test_unreachable_addresses_fail_fast_and_clearly():
         "from gem_core.distributed import RayConnectionError, RayEnvPool\n"
         "closed = socket.socket(); closed.bind(('127.0.0.1', 0)); port = closed.getsockname()[1]; closed.close()\n"
         "silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(8)\n"
-        "for address, timeout in [(f'127.0.0.1:{port}', 5), (f'127.0.0.1:{silent.getsockname()[1]}', 2)]:\n"
+        "for address, timeout in [(f'127.0.0.1:{port}', 30), (f'127.0.0.1:{silent.getsockname()[1]}', 2)]:\n"
         "    start = time.monotonic()\n"
         "    try:\n"
         "        RayEnvPool(address=address, connect_timeout=timeout)\n"
@@ -76,7 +76,8 @@ def test_unreachable_addresses_fail_fast_and_clearly():
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - start < 40
     refused, silent = done.stdout.strip().splitlines()
-    assert float(refused.split(" | ")[0]) < 5
+    # Quiet: 0.4-0.5 s (Ray's import included); waiting out the 30 s connect_timeout is the bug.
+    assert float(refused.split(" | ")[0]) < 10
     assert "no Ray cluster answers at 127.0.0.1:" in refused and "ray start --head" in refused
     assert float(silent.split(" | ")[0]) < 6
     assert "did not answer within 2 s (the port is open, but no Ray GCS replied)" in silent

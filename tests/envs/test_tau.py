@@ -276,7 +276,9 @@ def test_parsers_of_model_text_are_linear(text):
     ):
         start = time.perf_counter()
         fn()
-        assert time.perf_counter() - start < 0.1, (fn, text[:20])
+        # Quiet: up to 40 ms (parse_tool_call on 20 000 openers); a quadratic parse of these
+        # 10^5-character texts takes minutes.
+        assert time.perf_counter() - start < 0.5, (fn, text[:20])
 
 
 def test_a_huge_action_steps_in_bounded_time():

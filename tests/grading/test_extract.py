@@ -110,7 +110,7 @@ def test_linear_on_huge_input(text) -> None:
     start = time.perf_counter()
     extract_boxed(text)
     extract_boxed(text, max_chars=None)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 5.0  # quiet: up to 0.48 s; quadratic: minutes
 
 
 # --- <answer> ----------------------------------------------------------------------------------

@@ -284,7 +284,7 @@ def test_timeout_bounds_an_answer_that_trickles_in(chat_server):
     with pytest.raises(rl.PolicyError, match=r"timed out \(TimeoutError: the response was still "
                        r"arriving after 0.3 s.*gave up after 2 attempts"):
         chat_client(chat_server, max_retries=1, timeout=0.3).chat_sync(MESSAGES, SAMPLING)
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start < 5.0  # quiet: 0.63 s; unbounded, the two attempts take ~10 s
 
 
 @pytest.mark.parametrize("mode", ["raw", "nolength"])
@@ -397,7 +397,7 @@ def test_run_chat_episode_flags_failures_without_raising(chat_server):
     assert ep.end_reason == "error" and "must return a ChatResult, got str" in ep.error
     ep = play(Broken(ChatResult("x", "eos")))
     assert "finish_reason must be one of ('stop', 'length'), got 'eos'" in ep.error
-    ep = play(Broken(ChatResult("x", "stop")), generation_timeout=0.05)
+    ep = play(Broken(ChatResult("x", "stop")), generation_timeout=1.0)  # answers at once
     assert ep.error is None
     ep = play(Broken(ChatResult("x", "stop"), delay=1.0), generation_timeout=0.05)
     assert ep.error == "policy: PolicyError: chat() timed out after 0.05 s"

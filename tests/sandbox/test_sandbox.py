@@ -58,7 +58,9 @@ def test_timeout_kills_only_the_execution(sandbox):
     start = time.monotonic()
     result = sandbox.run("import time; time.sleep(60)", timeout=0.5)
     assert result.timed_out and result.exit_code == -9
-    assert time.monotonic() - start < 1.0
+    # Quiet: 0.5 s + 0.01 s. Under 0.5 s + the pool's 2 s backstop (_GRACE_S), which would
+    # report a sandbox_error rather than this run's own timeout.
+    assert time.monotonic() - start < 2.0
     assert sandbox.run("print(1 + 1)").stdout == "2\n"
 
 

@@ -37,4 +37,4 @@ def test_parsers_are_linear(text):
     extract_last_boxed_answer(text)
     extract_code_from_model(text)
     extract_last_tagged_answer(text)
-    assert time.process_time() - start < 0.1
+    assert time.process_time() - start < 0.5  # quiet: 70 ms CPU (700 kB of \boxed{); quadratic: minutes
