@@ -41,9 +41,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from gem_core.registration import registry
 
     pattern = (args.pattern or "").lower()
+    families = {(s.category or "").lower() for s in registry.values()} - {""}
     if _GLOB & set(pattern):
         rows = [s for s in registry.values() if fnmatch.fnmatchcase(s.id.lower(), pattern)]
         how = "matches"
+    elif pattern.rstrip(":") in families:  # a family's name: that family only (`game`, `rg:`)
+        rows = [s for s in registry.values() if (s.category or "").lower() == pattern.rstrip(":")]
+        how = "is in family"
     else:
         rows = [s for s in registry.values() if pattern in s.id.lower()]
         how = "contains"
@@ -486,8 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list registered env ids", description="List registered env ids "
                        "with their family, whether they work offline (yes; GEM_DATA=sample: with the "
                        "shipped sample; no), and a description.")
-    p.add_argument("pattern", nargs="?", help="only ids containing this text, or matching this glob "
-                   "(e.g. 'game:*', 'game:*-easy'); case-insensitive")
+    p.add_argument("pattern", nargs="?", help="a family's name (e.g. 'game', 'rg'): that family's "
+                   "ids; else only ids containing this text, or matching this glob "
+                   "(e.g. 'game:*-easy'); case-insensitive")
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser("play", help="play an env in the terminal",
@@ -566,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "$OPENAI_API_KEY); never written to --out")
     r = p.add_argument_group(
         "Ray cluster", "build and step each episode's env (its tools, sandbox and user simulator) in "
-        "Ray actors on a cluster (pip install 'gem-core[ray]'); the model is still called from here. "
+        "Ray actors on a cluster (the ray extra of gem-core); the model is still called from here. "
         "Recorded in the manifest, not pinned: a resume may change or drop these flags")
     r.add_argument("--ray", metavar="ADDRESS", help="the cluster: host:port of the head node (printed by "
                    "`ray start --head`), auto, or ray://host:port")

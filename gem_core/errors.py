@@ -24,6 +24,7 @@ __all__ = [
     "InvalidKwarg",
     "EnvConstructionError",
     "DependencyNotInstalled",
+    "install_command",
     "ResetNeeded",
     "ClosedEnvError",
     "InvalidArgument",
@@ -93,19 +94,60 @@ class DependencyNotInstalled(Error, ImportError):
 
     Args:
         package: the import name that failed.
-        extra: the `gem-core` extra that installs it, e.g. ``"math"``.
+        extra: the `gem-core` extra that installs it, e.g. ``"math"``; the message gives the
+            `install_command` for it (the clone form where gem-core was installed from one).
         purpose: what needs it, e.g. ``"math answer grading"``.
+        fix: the install command, where neither an extra nor ``pip install PACKAGE`` is right.
     """
 
-    def __init__(self, package: str, extra: str | None = None, purpose: str | None = None):
+    def __init__(self, package: str, extra: str | None = None, purpose: str | None = None,
+                 *, fix: str | None = None):
         self.package = package
         self.extra = extra
         need = f" for {purpose}" if purpose else ""
-        if extra:
-            fix = f'pip install "gem-core[{extra}]"'
-        else:
-            fix = f"pip install {package}"
+        fix = fix or (install_command(extra) if extra else f"pip install {package}")
         super().__init__(f"{package!r} is not installed{need}. Install it with: {fix}")
+
+
+def install_command(extra: str) -> str:
+    """The ``pip install`` command that adds gem-core's ``extra``, in the form this copy was installed.
+
+    From a clone (``pip install -e .``, or gem_core imported from a source tree):
+    ``pip install -e '/path/to/clone[extra]'``; from an index: ``pip install "gem-core[extra]"``.
+    """
+    source = _source_tree()
+    if source is None:
+        return f'pip install "gem-core[{extra}]"'
+    editable, path = source
+    return f"pip install {'-e ' if editable else ''}'{path}[{extra}]'"
+
+
+def _source_tree() -> tuple[bool, str] | None:
+    """``(editable, path)`` of the clone this gem_core comes from; ``None`` for an index install.
+
+    gem_core imported from a clone (an editable install, or the clone on ``sys.path``): that
+    clone. Installed into site-packages from a local directory (``pip install /path``): that
+    directory, from the install's ``direct_url.json`` (PEP 610). Anything else: ``None``.
+    """
+    import json
+    import os
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        with open(os.path.join(here, "pyproject.toml"), encoding="utf-8") as f:
+            if 'name = "gem-core"' in f.read():
+                return True, here
+    except OSError:
+        pass
+    try:
+        info = json.loads(metadata.distribution("gem-core").read_text("direct_url.json") or "null")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    if not isinstance(info, dict) or "dir_info" not in info or not str(info.get("url")).startswith("file://"):
+        return None  # an index, a URL or a local wheel/sdist file: the index form fits
+    return bool(info["dir_info"].get("editable")), unquote(urlparse(info["url"]).path)
 
 
 class ResetNeeded(Error, RuntimeError):

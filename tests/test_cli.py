@@ -34,6 +34,18 @@ def test_list_takes_glob_patterns(capsys):
     assert "no env id matches 'nothing:*'" in capsys.readouterr().err
 
 
+def test_list_family_name_lists_that_family_only(capsys):
+    assert main(["list", "game"]) == 0
+    ids = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if ":" in line.split(" ")[0]]
+    assert "game:GuessTheNumber-v0-easy" in ids
+    assert all(i.startswith("game:") for i in ids), [i for i in ids if not i.startswith("game:")]
+    assert main(["list", "RG:"]) == 0
+    ids = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if ":" in line.split(" ")[0]]
+    assert "rg:game_of_life" in ids and all(i.startswith("rg:") for i in ids)
+    assert main(["list", "game_of"]) == 0  # not a family: text an id contains, any family
+    assert "rg:game_of_life" in capsys.readouterr().out
+
+
 def test_version(capsys):
     import gem_core
 

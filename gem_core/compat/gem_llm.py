@@ -23,8 +23,8 @@ try:
     import gem.envs.registration as _gem_registration
 except ImportError as e:  # pragma: no cover - exercised where gem-llm is absent
     raise DependencyNotInstalled(
-        "gem_core.compat.gem_llm needs the reference package gem-llm (import gem): "
-        "pip install --no-deps gem-llm==0.1.0 (it imports cleanly without its pinned dependencies)"
+        "gem", purpose="gem_core.compat.gem_llm (the reference package gem-llm)",
+        fix="pip install --no-deps gem-llm==0.1.0 (it imports cleanly without its pinned dependencies)",
     ) from e
 
 from gem_core.compat.envs.registration import LEGACY_ALIASES, make, resolve

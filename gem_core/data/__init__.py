@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.errors import DatasetUnavailable, DependencyNotInstalled, InvalidArgument
+from gem_core.errors import DatasetUnavailable, DependencyNotInstalled, InvalidArgument, install_command
 
 __all__ = [
     "DatasetUnavailable",
@@ -100,9 +100,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as e:
-        raise DependencyNotInstalled(
-            f"reading {path} needs pyarrow: pip install 'gem-core[datasets]'"
-        ) from e
+        raise DependencyNotInstalled("pyarrow", extra="datasets", purpose=f"reading {path}") from e
     return pq.read_table(path).to_pylist()
 
 
@@ -134,7 +132,7 @@ def read_local(path: str | os.PathLike[str], split: str | None = None) -> list[d
             import datasets
         except ImportError as e:
             raise DependencyNotInstalled(
-                f"{p} is a `datasets` directory; reading it needs: pip install 'gem-core[datasets]'"
+                "datasets", extra="datasets", purpose=f"reading {p} (a `datasets.save_to_disk` directory)"
             ) from e
         ds = datasets.load_from_disk(str(p))
         if isinstance(ds, datasets.DatasetDict):
@@ -337,7 +335,7 @@ def _resolve(env_id: str, dataset: str, split: str, data_path: Any) -> tuple[str
     except ImportError:
         raise DatasetUnavailable(
             f"{env_id}: dataset {dataset!r} (split {split!r}) has no local copy, and downloading "
-            f"it needs the `datasets` package (pip install 'gem-core[datasets]'). Or: {how}."
+            f"it needs the `datasets` package ({install_command('datasets')}). Or: {how}."
         ) from None
 
     def load() -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from gem_core.errors import install_command
 from tests.distributed.conftest import REPO
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,7 +42,7 @@ def test_without_ray_every_entry_point_names_the_extra():
     assert len(lines) == 3, done.stdout
     for line in lines:
         assert line == ("'ray' is not installed for running envs on Ray actors (gem_core.distributed). "
-                        'Install it with: pip install "gem-core[ray]"')
+                        f"Install it with: {install_command('ray')}")
 
 
 def test_import_gem_core_does_not_import_ray():

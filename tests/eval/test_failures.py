@@ -15,7 +15,7 @@ import pytest
 
 from gem_core.cli import main
 from gem_core.core import Env
-from gem_core.errors import DependencyNotInstalled
+from gem_core.errors import DependencyNotInstalled, install_command
 from gem_core.registration import register, registry
 
 GTN = "game:GuessTheNumber-v0-easy"
@@ -149,7 +149,7 @@ def broken_ids():
 def test_envs_that_cannot_be_built_fail_the_run_before_any_request(server, broken_ids, tmp_path, capsys):
     server.chat_reply = _wrong
     cases = [
-        (["test:NeedsExtra-v0"], 'pip install "gem-core[reasoning]"'),
+        (["test:NeedsExtra-v0"], install_command("reasoning")),
         (["test:NoRows-v0", "--env-kwargs", '{"data_path": "/nowhere"}'], "no dataset at /nowhere"),
         ([GTN, "--env-kwargs", '{"max_turn": 3}'], "did you mean 'max_turns'"),
     ]

@@ -9,6 +9,7 @@ import pytest
 from gem_core.cli import main
 from gem_core.eval import evaluate
 from gem_core.eval.report import report
+from gem_core.errors import install_command
 from gem_core.rl.testing import TextPolicy
 
 ECHO = "toy:Echo-v0"
@@ -65,7 +66,7 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, 
     assert main(["report", str(runs[0]), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "'matplotlib' is not installed for the plots of `gem report`" in err
-    assert 'pip install "gem-core[eval]"' in err
+    assert install_command("eval") in err
     assert (out / "report.md").exists() and not (out / "success.png").exists()
     assert main(["report", str(runs[0]), "--out", str(out), "--no-plots"]) == 0
 
