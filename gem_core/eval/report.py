@@ -385,13 +385,14 @@ def _plot_turns(plt: Any, runs: list[dict[str, Any]], env_ids: list[str], path: 
     fig, axes = plt.subplots(1, n, figsize=(max(4.0, 3.5 * n), 3.5), squeeze=False)
     width = 0.8 / len(runs)
     for ax, e in zip(axes[0], env_ids, strict=True):
-        longest = 1
+        longest, tallest = 1, 0
         for k, r in enumerate(runs):
             turns = [int(x["num_turns"]) for x in r["records"] if x["env_id"] == e and x.get("success")]
             if not turns:
                 continue
             longest = max(longest, max(turns))
             counts = {t: turns.count(t) for t in sorted(set(turns))}
+            tallest = max(tallest, *counts.values())
             offset = (k - (len(runs) - 1) / 2) * width
             ax.bar([t + offset for t in counts], list(counts.values()), width=width,
                    label=f"{r['label']} (n={len(turns)})")
@@ -402,7 +403,11 @@ def _plot_turns(plt: Any, runs: list[dict[str, Any]], env_ids: list[str], path: 
         ax.set_xlabel("turns to solve")
         ax.set_ylabel("solved episodes")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+            # The legend sits in headroom above the tallest bar, never over a bar: a
+            # fourteenth of the axes per entry, and a margin.
+            rows = len(ax.get_legend_handles_labels()[0])
+            ax.set_ylim(0, tallest / max(0.3, 1 - 0.07 * rows - 0.08))
+            ax.legend(fontsize=7, loc="upper right", frameon=False)
         else:
             ax.text(0.5, 0.5, "no solved episodes", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()

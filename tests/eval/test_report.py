@@ -125,3 +125,25 @@ def test_report_polish_labels_kwargs_rounding_zero_bars_and_permissions(tmp_path
     # Every file of a run directory gets the same mode (mkstemp alone made some 0600).
     modes = {f.name: f.stat().st_mode & 0o777 for f in a.iterdir()}
     assert len(set(modes.values())) == 1, modes
+
+
+@pytest.mark.parametrize("num_runs", [1, 2, 3, 5])
+def test_turns_legend_never_covers_a_bar(tmp_path, monkeypatch, num_runs):
+    plt = pytest.importorskip("matplotlib.pyplot", reason="the plots need matplotlib (gem-core[eval])")
+    from gem_core.eval import report as report_module
+
+    # Every run solves all 40 episodes in 1 turn: the tallest bars, right where a legend goes.
+    runs = [{"label": f"run-{k}-with-a-longish-name",
+             "records": [{"env_id": ECHO, "num_turns": 1 + (i % 3 == 0) * k, "success": True} for i in range(40)]}
+            for k in range(num_runs)]
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    report_module._plot_turns(plt, runs, [ECHO], tmp_path / "turns.png")
+    (fig,) = kept
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    legend = ax.get_legend().get_window_extent(renderer)
+    bars = [p.get_window_extent(renderer) for p in ax.patches]
+    assert bars and not [b for b in bars if b.overlaps(legend)], "the legend covers a bar"
+    plt.close(fig)

@@ -1,4 +1,4 @@
-"""The README's adapter table agrees with integrations/*: package names, tested versions, recipes, make targets."""
+"""The README agrees with the code: the adapter table with integrations/*, the Use snippet with what it prints."""
 
 from __future__ import annotations
 
@@ -58,3 +58,14 @@ def test_each_row_names_the_package_version_recipe_and_target_that_exist():
         assert (REPO / "recipes" / path).is_file(), recipe
         target = re.search(r"`make (test-\w+)`", tests)[1]
         assert target == f"test-{adapter}" and re.search(rf"^{target}:", makefile, re.M), tests
+
+
+def test_the_use_snippet_runs_and_prints_what_its_comments_say(capsys):
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    use = text[text.index("## Use"):]
+    code = use[use.index("```python\n") + 10:use.index("\n```", use.index("```python\n"))]
+    exec(compile(code, "README.md (Use)", "exec"), {})
+    out = capsys.readouterr().out
+    assert "No guesses yet. Enter your first guess." in out
+    assert "Turn 1: you guessed 5; the target is lower than 5." in out and "0.06 False False" in out
+    assert "[0.06 1.   0.05 0.05 0.06 0.06 1.   1.  ] [False  True False False False False  True  True]" in out
