@@ -41,7 +41,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.errors import DatasetUnavailable, DependencyNotInstalled, InvalidArgument, install_command
+from gem_core.errors import (
+    DatasetUnavailable,
+    DependencyNotInstalled,
+    InvalidArgument,
+    install_command,
+)
 
 __all__ = [
     "DatasetUnavailable",

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +25,13 @@ from gem_core.envs.reasoning_gym import (
     extract_answer,
     reference_action,
 )
-from gem_core.errors import DependencyNotInstalled, InvalidArgument, NameNotFound, ResetNeeded
+from gem_core.errors import (
+    DependencyNotInstalled,
+    InvalidArgument,
+    NameNotFound,
+    ResetNeeded,
+    install_command,
+)
 
 rg = pytest.importorskip(
     "reasoning_gym", reason="reasoning-gym is not installed (pip install 'gem-core[reasoning]')"
@@ -323,7 +330,7 @@ def test_bad_names_and_arguments_are_explained():
 def test_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "reasoning_gym", None)  # makes `import reasoning_gym` fail
     monkeypatch.setattr(rgmod, "_DATASETS", {})
-    with pytest.raises(DependencyNotInstalled, match=r'pip install "gem-core\[reasoning\]"'):
+    with pytest.raises(DependencyNotInstalled, match=re.escape(install_command("reasoning"))):
         gem_core.make("rg:leg_counting")
 
 

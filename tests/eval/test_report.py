@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from gem_core.cli import main
+from gem_core.errors import install_command
 from gem_core.eval import evaluate
 from gem_core.eval.report import report
-from gem_core.errors import install_command
 from gem_core.rl.testing import TextPolicy
 
 ECHO = "toy:Echo-v0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import warnings
@@ -12,7 +13,7 @@ import pytest
 
 import gem_core
 import gem_core.rl as rl
-from gem_core.errors import InvalidArgument
+from gem_core.errors import InvalidArgument, install_command
 from gem_core.rl.testing import CHATML_TEMPLATE, ScriptedPolicy, TextPolicy
 from tests.testing_env import GenericTestEnv
 
@@ -437,7 +438,7 @@ def test_import_does_not_load_torch_or_rl():
 def test_missing_torch_names_the_extra(monkeypatch, tiny_tokenizer):
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(
-        gem_core.errors.DependencyNotInstalled, match=r'pip install "gem-core\[rl\]"'
+        gem_core.errors.DependencyNotInstalled, match=re.escape(install_command("rl"))
     ):
         rl.TransformersPolicy(object(), tiny_tokenizer)
 

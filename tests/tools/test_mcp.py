@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gem_core.errors import DependencyNotInstalled
+from gem_core.errors import DependencyNotInstalled, install_command
 
 pytest.importorskip("mcp", reason='the MCP SDK is not installed: pip install "gem-core[mcp]"')
 
@@ -291,7 +292,7 @@ def test_missing_sdk_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(
         DependencyNotInstalled,
-        match=r'for MCP tools\. Install it with: pip install "gem-core\[mcp\]"',
+        match=r"for MCP tools\. Install it with: " + re.escape(install_command("mcp")),
     ):
         MCPTool(command="python")
 
