@@ -258,6 +258,15 @@ def _eval_settings(args: argparse.Namespace) -> dict:
     base: dict = {}
     if args.resume and args.out and (Path(args.out) / MANIFEST_FILE).exists():
         manifest = read_manifest(args.out)
+        run_api = manifest.get("config", {}).get("api", "completions")  # runs before --api: token ids
+        if args.api is not None and args.api != run_api:
+            from gem_core.errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"cannot resume {args.out} with --api {args.api}: the run was made with --api "
+                f"{run_api}, and a resume keeps the endpoint mode (its episodes would not be "
+                "comparable). Resume without --api, or write the new run to another --out"
+            )
         base.update({k: v for k, v in manifest.get("config", {}).items() if k in config_fields})
         base["base_url"] = manifest.get("endpoint", {}).get("base_url")
     # Each of these flags has its field's name (``--max-tool-uses`` -> ``max_tool_uses``).

@@ -115,3 +115,19 @@ def test_resume_with_api_chat_needs_no_tokenizer(boxed, tmp_path, capsys, monkey
                "--no-progress"])
     assert rc in (0, 1), capsys.readouterr().err
     assert _manifest(out)["counts"]["recorded"] == 2
+
+
+def test_resume_with_another_api_mode_names_the_mode_not_a_tokenizer(boxed, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_chat(boxed, out, "toy:Echo-v0", "--episodes", "1", "--max-turns", "1")) in (0, 1)
+    manifest = _manifest(out)  # as a token-id run records itself
+    manifest["config"].update(api="completions", tokenizer="some/tokenizer")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    sent = len(boxed.requests)
+    rc = main(["eval", "--resume", "--out", str(out), "--api", "chat", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"cannot resume {out} with --api chat: the run was made with --api completions" in err
+    assert "tokenizer" not in err and "Resume without --api" in err
+    assert len(boxed.requests) == sent  # refused before any request
