@@ -550,7 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wrappers", action="append", metavar="W[,W]",
                    help="wrappers, outermost last: history[:FORMAT] (last, concat, concat_with_action, "
                    "chat, summary)")
-    p.add_argument("--tools", action="append", metavar="T[,T]", help="tools: python, search[:INDEX]")
+    p.add_argument("--tools", action="append", metavar="T[,T]",
+                   help="tools: python, search[:INDEX], mcp:CONFIG (a JSON file of MCP servers, "
+                   '{"mcpServers": {"NAME": {"command": ..., "args": [...]}}} or {"url": ...}; '
+                   "its stdio commands are checked before the run)")
     p.add_argument("--max-tool-uses", type=int, help="tool calls per episode (default 10)")
     p.add_argument("--env-kwargs", type=_json_object, metavar="JSON",
                    help="constructor arguments, e.g. '{\"data_path\": \"sample\"}'")

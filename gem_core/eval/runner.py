@@ -247,7 +247,37 @@ def _check_tool(item: str) -> None:
                 "--tools mcp needs a config file: mcp:CONFIG, e.g. --tools mcp:servers.json "
                 '({"mcpServers": {"NAME": {"command": "...", "args": [...]}}})'
             )
-        mcp_servers(arg)
+        for server, kwargs in mcp_servers(arg).items():
+            _check_stdio_command(f"--tools mcp:{arg}", server, kwargs)
+
+
+def _check_stdio_command(where: str, server: str, kwargs: Mapping[str, Any]) -> None:
+    """A stdio server's command must resolve (as the server's own PATH would find it) and its
+    cwd exist: else every episode would fail on it, one by one, after the run began."""
+    import shutil
+
+    if "command" not in kwargs:
+        return  # streamable HTTP: reached (and its failures reported) when the tool connects
+    command = kwargs["command"]
+    if not isinstance(command, str) or not command:
+        raise InvalidArgument(f"{where}: server {server!r}: \"command\" must be a non-empty string, got {command!r}")
+    cwd = kwargs.get("cwd")
+    if cwd is not None and not Path(str(cwd)).expanduser().is_dir():
+        raise InvalidArgument(f"{where}: server {server!r}: its cwd {cwd!r} is not a directory")
+    env = kwargs.get("env") or {}
+    path = env.get("PATH", os.environ.get("PATH")) if isinstance(env, dict) else os.environ.get("PATH")
+    if os.sep in command:
+        found = os.path.join(str(cwd), command) if cwd and not os.path.isabs(command) else command
+        ok = os.path.isfile(found) and os.access(found, os.X_OK)
+    else:
+        ok = shutil.which(command, path=path) is not None
+    if not ok:
+        raise InvalidArgument(
+            f"{where}: server {server!r}: its command {command!r} "
+            + ("is not an executable file" if os.sep in command else "is not found on PATH")
+            + "; fix \"command\" in the config (e.g. the full path of the server's executable, "
+            "or \"python\" with \"args\": [\"-m\", \"my_server\"])"
+        )
 
 
 def build_env(

@@ -53,6 +53,12 @@ def test_cli_eval_with_two_mcp_servers_routes_calls(server, tmp_path, capsys):
         ('{"mcpServers": {}}', "with no servers"),
         ('{"mcpServers": {"x": {"args": ["a"]}}}', "needs exactly one of \"command\" (stdio) or \"url\""),
         ('{"mcpServers": {"x": {"command": "c", "argz": []}}}', "unknown field(s) ['argz']"),
+        ('{"mcpServers": {"shop": {"command": "no-such-server-zz"}}}',
+         "server 'shop': its command 'no-such-server-zz' is not found on PATH"),
+        ('{"mcpServers": {"shop": {"command": "/nonexistent/bin/srv", "args": ["-v"]}}}',
+         "server 'shop': its command '/nonexistent/bin/srv' is not an executable file"),
+        ('{"mcpServers": {"shop": {"command": "python3", "cwd": "/nonexistent/dir"}}}',
+         "server 'shop': its cwd '/nonexistent/dir' is not a directory"),
     ],
 )
 def test_bad_mcp_configs_are_refused_before_the_run(tmp_path, capsys, content, message):
@@ -66,3 +72,10 @@ def test_bad_mcp_configs_are_refused_before_the_run(tmp_path, capsys, content, m
     assert main(["eval", GTN, "--api", "chat", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                  "--tools", "mcp", "--out", str(tmp_path / "run2"), "--no-progress"]) == 2
     assert "--tools mcp needs a config file: mcp:CONFIG" in capsys.readouterr().err
+
+
+def test_eval_help_lists_mcp_config_under_tools(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "tools: python, search[:INDEX], mcp:CONFIG (a JSON file of MCP servers" in text
