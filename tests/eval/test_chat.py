@@ -89,7 +89,7 @@ def test_cli_chat_mode_sends_messages_and_records_server_usage(server, tmp_path,
     assert m["layout"] == "messages" and m["sampling"]["stop_token_ids"] is None
     # The manifest pins the mode: a resume takes it from there, and refuses another one.
     assert main(["eval", "--resume", "--out", str(out), "--api", "completions", "--no-progress"]) == 2
-    assert "api: run has 'chat', got 'completions'" in capsys.readouterr().err
+    assert f"cannot resume {out} with --api completions: the run was made with --api chat" in capsys.readouterr().err
     n = len(server.requests)
     assert main(["eval", "--resume", "--out", str(out), "--episodes", "3", "--no-progress"]) == 0
     assert len(server.requests) > n and all(p == CHAT for p in server.paths)

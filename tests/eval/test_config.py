@@ -18,11 +18,12 @@ from tests.testing_env import GenericTestEnv
 ECHO = "toy:Echo-v0"
 URL = "http://unused.invalid/v1"
 
-# The manifest's ``config`` keys, in order, as every earlier run wrote them (resume reads them).
+# The manifest's ``config`` keys, in order, as every earlier run wrote them (resume reads them);
+# new keys go at the end (request_seed: runs without it sent seeds).
 MANIFEST_CONFIG_KEYS = [
     "env_ids", "model", "api", "episodes", "seed", "tokenizer", "wrappers", "tools", "max_tool_uses",
     "env_kwargs", "temperature", "top_p", "max_tokens", "max_turns", "max_context", "system_prompt",
-    "extra_body", "user",
+    "extra_body", "user", "request_seed",
 ]
 
 

@@ -131,3 +131,27 @@ def test_resume_with_another_api_mode_names_the_mode_not_a_tokenizer(boxed, tmp_
     assert f"cannot resume {out} with --api chat: the run was made with --api completions" in err
     assert "tokenizer" not in err and "Resume without --api" in err
     assert len(boxed.requests) == sent  # refused before any request
+
+
+def test_no_request_seed_sends_no_seed_and_is_pinned(boxed, tmp_path, capsys):
+    seeded, unseeded = tmp_path / "seeded", tmp_path / "unseeded"
+    args = ("toy:Echo-v0", "--episodes", "2", "--max-turns", "1", "--temperature", "1.0")
+    assert main(_chat(boxed, seeded, *args)) in (0, 1)
+    assert [("seed" in b) for b in boxed.requests] == [True, True]
+    assert _manifest(seeded)["config"]["request_seed"] is True
+    boxed.requests.clear()
+    assert main(_chat(boxed, unseeded, *args, "--no-request-seed")) in (0, 1)
+    assert len(boxed.requests) == 2 and not any("seed" in b for b in boxed.requests), boxed.requests
+    assert _manifest(unseeded)["config"]["request_seed"] is False
+    records = [json.loads(line) for line in (unseeded / "episodes.jsonl").read_text().splitlines()]
+    assert [r["sampling_seed"] for r in records] == [None, None]
+    capsys.readouterr()
+    # A resume keeps the choice: sending seeds now would mix two kinds of episodes.
+    assert main(["eval", "--resume", "--out", str(seeded), "--no-request-seed", "--episodes", "3",
+                 "--no-progress"]) == 2
+    assert "request_seed: run has True, got False" in capsys.readouterr().err
+    # A run from before the setting existed sent seeds: it resumes as such.
+    manifest = _manifest(seeded)
+    del manifest["config"]["request_seed"]
+    (seeded / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["eval", "--resume", "--out", str(seeded), "--episodes", "3", "--no-progress"]) in (0, 1)
