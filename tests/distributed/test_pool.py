@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import re
 
 import pytest
 
@@ -125,8 +126,30 @@ def test_an_agent_loop_plays_its_own_episodes_on_the_pool(pool, policy, formatte
     assert remote.built == 3  # reused
 
 
-def _slow(text):
-    return "slow"
+class _Started:
+    """A ``slow``-answering policy function that tells which episodes have begun: an
+    episode's first call (its prompt holds ``start <seed>``) comes after its env was built
+    and reset on an actor."""
+
+    def __init__(self):
+        self.seeds = set()
+
+    @property
+    def calls(self):
+        return len(self.seeds)
+
+    def __call__(self, text):
+        self.seeds.add(re.search(r"start (\d+)", text)[1])
+        return "slow"
+
+    async def wait(self, episodes, deadline_s=90.0):
+        # Quiet: both actors start and build their envs in ~1 s; on a loaded 2-core box it
+        # has taken over 10 s. The test needs every episode past env.make before it strikes.
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline_s
+        while self.calls < episodes:
+            assert loop.time() < end, f"only {self.calls} of {episodes} episodes began in {deadline_s:g} s"
+            await asyncio.sleep(0.05)
 
 
 def test_killed_actor_flags_its_episodes_and_the_pool_serves_after(pool, policy, formatter, ray_cluster):
@@ -135,14 +158,13 @@ def test_killed_actor_flags_its_episodes_and_the_pool_serves_after(pool, policy,
     remote = pool(num_actors=2)
     factory = functools.partial(Scripted, 4)
 
+    started = _Started()
+
     async def run():
         task = asyncio.ensure_future(rl.collect_episodes(
-            factory, policy(_slow), formatter, seeds=list(range(6)), concurrency=6, env_pool=remote))
-        for _ in range(200):  # until both actors hold running episodes
-            await asyncio.sleep(0.05)
-            if len(remote._actors) == 2 and all(a.in_use and a.pid for a in remote._actors):
-                break
-        await asyncio.sleep(0.5)  # mid-episode
+            factory, policy(started), formatter, seeds=list(range(6)), concurrency=6, env_pool=remote))
+        await started.wait(6)  # every episode mid-way (4 steps of 0.4 s each), both actors busy
+        assert len(remote._actors) == 2 and all(a.in_use and a.pid for a in remote._actors)
         victim = remote._actors[0]
         ray.kill(victim.handle)
         return victim, await task
@@ -169,14 +191,13 @@ def test_lost_node_flags_its_episodes_and_new_actors_go_to_the_remaining_node(po
                                              "scheduling_strategy": "SPREAD"})
     factory = functools.partial(Scripted, 4)
 
+    started = _Started()
+
     async def run():
         task = asyncio.ensure_future(rl.collect_episodes(
-            factory, policy(_slow), formatter, seeds=list(range(4)), concurrency=4, env_pool=remote))
-        for _ in range(200):
-            await asyncio.sleep(0.05)
-            if len(remote._actors) == 2 and all(a.in_use and a.node for a in remote._actors):
-                break
-        await asyncio.sleep(0.5)
+            factory, policy(started), formatter, seeds=list(range(4)), concurrency=4, env_pool=remote))
+        await started.wait(4)
+        assert len(remote._actors) == 2 and all(a.in_use and a.node for a in remote._actors)
         nodes = {a.node for a in remote._actors}
         assert nodes == {head_id, worker.node_id}, "SPREAD put both actors on one node"
         ray_cluster.remove_node(worker)
