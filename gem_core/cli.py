@@ -454,7 +454,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         flag = " --retry-errors" if result.errors else ""
         print(f"fix the cause, then resume with: gem eval --resume{flag} --out {out}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if status == "failed" else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -1255,6 +1255,15 @@ def _summarize_run(plan: _Plan, run: _RunDir, results: list[dict[str, Any]], sta
     elif results and errored == len(results):
         status = "failed"
         manifest["error"] = f"every episode errored; the most frequent: {errors[0][0]}"
+    elif results and all(r["end_reason"] == "context" and r["num_turns"] == 0 for r in results):
+        # Not one turn was played: the run measured nothing (a first prompt over the budget).
+        status = "failed"
+        manifest["error"] = (
+            f"no episode took a turn: each ended on the context budget before its first request "
+            f"(--max-context {c.max_context} must hold the first prompt plus --max-tokens "
+            f"{c.max_tokens}); raise --max-context to the model's context length, or lower "
+            "--max-tokens"
+        )
     elif errored:
         status = "complete_with_errors"
     else:

@@ -284,3 +284,20 @@ def test_progress_falls_back_to_plain_lines_without_tqdm(tiny, monkeypatch, caps
     err = capsys.readouterr().err
     k = res.summary[ECHO]["successes"]
     assert f"gem eval: 3/3 episodes, success {k}/3, errors 0" in err
+
+
+def test_a_run_in_which_no_episode_took_a_turn_fails(server, tiny, tmp_path, capsys):
+    """Every first prompt over --max-context: the run measured nothing, so it is `failed`, rc 1."""
+    out = tmp_path / "ctx"
+    rc = main(_cli_args(server, tiny, out, GTN, "--episodes", "2", "--max-context", "40", "--max-tokens", "8"))
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "failed" and m["counts"]["measured"] == 2
+    assert m["error"].startswith("no episode took a turn: each ended on the context budget")
+    assert "--max-context 40 must hold the first prompt plus --max-tokens 8" in m["error"]
+    assert {r["end_reason"] for r in _lines(out / "episodes.jsonl")} == {"context"}
+    assert "no episode took a turn" in err
+    # One episode that plays a turn is a measurement again (here: a budget that fits).
+    rc = main(_cli_args(server, tiny, tmp_path / "ok", GTN, "--episodes", "1", "--max-tokens", "8"))
+    assert rc in (0, 1) and json.loads((tmp_path / "ok" / "manifest.json").read_text())["status"] != "failed"
