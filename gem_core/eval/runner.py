@@ -334,9 +334,27 @@ def _load_tokenizer(name: str) -> Any:
         raise DependencyNotInstalled(
             "transformers", extra="rl", purpose="the tokenizer and chat template of `gem eval`"
         ) from None
+    offline = None
+    if not Path(name).expanduser().exists() and os.environ.get("HF_HUB_OFFLINE", "0") in ("", "0"):
+        # A hub id: find out in seconds whether the hub answers (once per process, shared with
+        # the datasets), instead of the hub library's retries (about a minute offline).
+        from gem_core import data
+
+        offline = data._hub_unreachable()
+        if offline is not None:
+            data._go_offline()
     try:
+        if offline is not None:
+            return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True)
         return transformers.AutoTokenizer.from_pretrained(name)
     except Exception as exc:
+        if offline is not None:
+            raise InvalidArgument(
+                f"could not load the tokenizer {name!r}: the hub is unreachable ({offline}; "
+                "switched to offline mode) and it is not in the local cache. gem eval --api "
+                "completions sends token ids, so it needs the served model's tokenizer: pass "
+                "--tokenizer with a local directory, or use --api chat (no tokenizer)"
+            ) from None
         raise InvalidArgument(
             f"could not load the tokenizer {name!r} ({type(exc).__name__}: {str(exc)[:300]}). "
             "gem eval --api completions sends token ids, so it needs the served model's "

@@ -58,3 +58,21 @@ def test_sample_data_and_local_paths_never_probe_the_hub(server, blackhole, tmp_
     )
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - start < 25  # a probe would have waited the 30 s
+
+
+def test_a_hub_tokenizer_with_an_unreachable_hub_fails_fast(server, blackhole, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT=blackhole, HF_HOME=str(tmp_path / "hf"), GEM_HUB_PROBE_TIMEOUT="2")
+    out = tmp_path / "run"
+    start = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-m", "gem_core.cli", "eval", "toy:Echo-v0", "--base-url", server.base_url,
+         "--model", "some-org/some-model", "--episodes", "1", "--out", str(out), "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    elapsed = time.monotonic() - start
+    assert r.returncode == 2, r.stderr
+    # Quiet: ~4 s (the 2 s probe and the start-up); the hub library's retries took 51 s.
+    assert elapsed < 25, (elapsed, r.stderr)
+    assert "could not load the tokenizer 'some-org/some-model': the hub is unreachable" in r.stderr
+    assert "--tokenizer with a local directory" in r.stderr and server.requests == []
