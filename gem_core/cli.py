@@ -447,6 +447,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             print(f"  ... and {len(result.errors) - 3} other errors (see episodes.jsonl)", file=sys.stderr)
     if result.interrupted:
         print(f"resume with: gem eval --resume --out {out}", file=sys.stderr)
+        exit_quietly_on_sigint(130)
         return 130
     if status == "failed":
         print(f"gem eval: the run failed: {result.manifest.get('error')}", file=sys.stderr)
@@ -455,6 +456,25 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         print(f"fix the cause, then resume with: gem eval --resume{flag} --out {out}", file=sys.stderr)
         return 1
     return 1 if status == "failed" else 0
+
+
+def exit_quietly_on_sigint(code: int) -> None:
+    """From now on, Ctrl-C ends the process at once with ``code``, printing nothing more.
+
+    For after an interrupted run has printed its summary: the interpreter's shutdown still
+    joins the threads of env steps in flight, and another Ctrl-C there printed threading's
+    ``KeyboardInterrupt`` traceback under the summary. Main thread only (elsewhere: no-op).
+    """
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        def _exit(signum: int, frame: object) -> None:
+            sys.stderr.flush()
+            os._exit(code)
+
+        signal.signal(signal.SIGINT, _exit)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

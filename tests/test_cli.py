@@ -244,3 +244,28 @@ def test_every_eval_setting_has_its_gem_eval_flag():
     other = {"user", "out_dir", "progress", "print_summary", "command_line", "ray_address", "ray_options"}
     missing = [f.name for f in dataclasses.fields(EvalConfig) if f.name not in other and not hasattr(args, f.name)]
     assert missing == [], f"EvalConfig fields without a gem eval flag of that name: {missing}"
+
+
+def _ctrl_c_during_shutdown(quiet: bool) -> subprocess.CompletedProcess:
+    """A process whose exit waits on a busy worker thread (as an interrupted `gem eval` waits on
+    env steps in flight) gets Ctrl-C while the interpreter shuts down."""
+    code = (
+        "import sys, threading, time\n"
+        "from gem_core.cli import exit_quietly_on_sigint\n"
+        "threading.Thread(target=time.sleep, args=(30,)).start()  # joined at shutdown\n"
+        + ("exit_quietly_on_sigint(130)\n" if quiet else "")
+        + "print('summary', flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "summary\n"
+    time.sleep(0.5)  # in threading's shutdown join now
+    proc.send_signal(__import__("signal").SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_ctrl_c_after_an_interrupted_run_exits_without_a_traceback():
+    loud = _ctrl_c_during_shutdown(quiet=False)
+    assert "KeyboardInterrupt" in loud.stderr  # what a second Ctrl-C printed before
+    quiet = _ctrl_c_during_shutdown(quiet=True)
+    assert quiet.returncode == 130 and quiet.stderr == "", quiet.stderr
