@@ -53,6 +53,7 @@ __all__ = [
     "SAMPLES_DIR",
     "clear_cache",
     "dataset_dir_name",
+    "go_offline_if_hub_unreachable",
     "load_rows",
     "read_local",
     "recorded_loads",
@@ -290,6 +291,15 @@ def _hub_unreachable() -> str | None:
     return _HUB_STATE["verdict"]
 
 
+def go_offline_if_hub_unreachable() -> str | None:
+    """Probe the hub (once per process); if it does not answer, switch this process's hub
+    libraries to offline mode (their local cache only) and return why, else ``None``."""
+    unreachable = _hub_unreachable()
+    if unreachable:
+        _go_offline()
+    return unreachable
+
+
 def _go_offline() -> None:
     """Switch the hub libraries of this process to offline mode (their local cache only)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -344,9 +354,7 @@ def _resolve(env_id: str, dataset: str, split: str, data_path: Any) -> tuple[str
         ) from None
 
     def load() -> list[dict[str, Any]]:
-        unreachable = _hub_unreachable()
-        if unreachable:
-            _go_offline()
+        unreachable = go_offline_if_hub_unreachable()
         try:
             return _load_hub(dataset, split)
         except Exception as e:  # network, auth, missing split: one clear error

@@ -338,11 +338,9 @@ def _load_tokenizer(name: str) -> Any:
     if not Path(name).expanduser().exists() and os.environ.get("HF_HUB_OFFLINE", "0") in ("", "0"):
         # A hub id: find out in seconds whether the hub answers (once per process, shared with
         # the datasets), instead of the hub library's retries (about a minute offline).
-        from gem_core import data
+        from gem_core.data import go_offline_if_hub_unreachable
 
-        offline = data._hub_unreachable()
-        if offline is not None:
-            data._go_offline()
+        offline = go_offline_if_hub_unreachable()
     try:
         if offline is not None:
             return transformers.AutoTokenizer.from_pretrained(name, local_files_only=True)
