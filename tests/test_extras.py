@@ -95,3 +95,57 @@ def test_extras_installed_one_after_another_co_resolve(tmp_path, first, then):
     names = {_canonical(i["metadata"]["name"]) for i in step1 + step2}
     if "tasks" in first + then:  # the pair that broke: datasets beside the rl extra's transformers 4
         assert {"datasets", "huggingface-hub", "transformers"} <= names
+
+
+RUNTIME_EXTRAS = ("rl", "mcp", "math", "reasoning", "datasets", "vision", "eval", "ray")
+
+
+def _extra_distributions() -> dict[str, list[str]]:
+    """Each runtime extra's distributions (``gem-core[...]`` references expanded)."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    name = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+    return {e: [name.match(r).group(0) for r in extras[e] if not r.startswith("gem-core")]
+            for e in RUNTIME_EXTRAS}
+
+
+def test_every_extras_packages_import_side_by_side():
+    """All runtime extras installed together (the dev venv), every top-level module of
+    every distribution they name imports in one fresh interpreter: a version pair that
+    resolves but cannot load together (datasets beside an older huggingface-hub raised
+    ``ImportError: BucketNotFoundError``) fails here, naming the extra."""
+    import importlib.metadata as md
+
+    modules: dict[str, str] = {}
+    for extra, dists in _extra_distributions().items():
+        for dist in dists:
+            try:
+                d = md.distribution(dist)
+            except md.PackageNotFoundError:
+                pytest.fail(f"gem-core[{extra}] names {dist}, which is not installed here "
+                            "(the test venv installs gem-core[dev], which holds every extra)")
+            top = (d.read_text("top_level.txt") or "").split()
+            if not top:  # no top_level.txt (newer build backends): the files' first part
+                top = sorted({f.parts[0].removesuffix(".py") for f in d.files or []
+                              if f.parts and not f.parts[0].endswith((".dist-info", ".data"))
+                              and (f.suffix == ".py" or len(f.parts) > 1) and f.parts[0] != ".."})
+            for mod in top:
+                if mod.isidentifier() and not mod.startswith("_"):
+                    modules.setdefault(mod, f"gem-core[{extra}] ({dist})")
+    assert {"torch", "transformers", "datasets", "huggingface_hub", "mcp", "math_verify", "ray"} <= set(modules)
+    script = (
+        "import importlib, json, sys\n"
+        "bad = {}\n"
+        "for m in json.loads(sys.argv[1]):\n"
+        "    try:\n"
+        "        importlib.import_module(m)\n"
+        "    except Exception as exc:\n"
+        "        bad[m] = f'{type(exc).__name__}: {exc}'[:300]\n"
+        "print(json.dumps(bad))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(sorted(modules))],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bad = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not bad, "\n".join(f"{modules[m]}: import {m}: {e}" for m, e in bad.items())

@@ -64,7 +64,8 @@ class EvalConfig:
     """Config, pinned. The engine's turn limit per episode (``None``: the env's own)."""
     max_context: int = field(default=4096, metadata=_CONFIG)
     """Config, pinned. Prompt plus ``max_tokens`` must fit in it, else the episode ends
-    (``end_reason="context"``)."""
+    (``end_reason="context"``); in ``"completions"`` mode a first prompt that cannot fit
+    fails the run before its first episode, with the size needed."""
     system_prompt: str | None = field(default=None, metadata=_CONFIG)
     """Config, pinned. Text of a system message before the first observation."""
     extra_body: Mapping[str, Any] | None = field(default_factory=dict, metadata=_CONFIG)

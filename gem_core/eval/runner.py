@@ -1128,6 +1128,7 @@ class _Session:
             built[env_id] = loads
         _check_data(pinned_data, built, run.out)
         manifest["data"] = {**pinned_data, **built}
+        self.check_first_prompts(run.jobs)
         if self.env_pool is not None:  # the episodes' envs are built in the pool: check it can
             for env in self.prebuilt.values():
                 env.close()
@@ -1146,6 +1147,41 @@ class _Session:
                 ) from None
             if _run_loop(_prebuild_pooled(self.env_pool, self.pool_env, ids)) == "interrupted":
                 raise KeyboardInterrupt
+
+    def check_first_prompts(self, jobs: list[tuple[str, int, int]]) -> None:
+        """Completions mode: refuse a run whose first prompt cannot fit ``--max-context``.
+
+        Each env id's first episode is reset (on the prebuilt env, which that episode
+        reuses) and its first prompt rendered as the episode will render it; when that
+        prompt plus ``--max-tokens`` exceeds ``--max-context``, no episode of the id could
+        take a turn, so the run stops now with the size needed. An env whose reset fails
+        is left to its episodes, which record the error. Chat mode has no tokenizer: the
+        server counts, and a run in which no episode took a turn ends ``failed``.
+        """
+        if self.formatter is None:
+            return
+        from gem_core.rl.chat import _observation_text
+        from gem_core.rl.loop import TokenConversation
+
+        c = self.plan.config
+        budget = self.plan.sampling.max_new_tokens
+        first: dict[str, int] = {}
+        for env_id, _index, seed in jobs:
+            first.setdefault(env_id, seed)
+        for env_id, env in self.prebuilt.items():
+            try:
+                obs, _info = env.reset(seed=first[env_id])
+                prompt, _starts = TokenConversation(self.formatter).add_observation(_observation_text(obs))
+            except Exception:  # noqa: BLE001 - the episode records it as its own error
+                continue
+            if len(prompt) + budget > c.max_context:
+                raise InvalidArgument(
+                    f"{env_id}: the first prompt (seed {first[env_id]}) is {len(prompt)} tokens; "
+                    f"with --max-tokens {budget} a turn needs {len(prompt) + budget}, over "
+                    f"--max-context {c.max_context}, so no episode could take a turn. Set "
+                    f"--max-context {len(prompt) + budget} or more (up to the model's context "
+                    "length), or lower --max-tokens"
+                )
 
     def close(self, manifest: dict[str, Any] | None = None) -> None:
         """Close the prebuilt envs, the shared sandbox, and the pool and policy this session

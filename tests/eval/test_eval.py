@@ -286,18 +286,44 @@ def test_progress_falls_back_to_plain_lines_without_tqdm(tiny, monkeypatch, caps
     assert f"gem eval: 3/3 episodes, success {k}/3, errors 0" in err
 
 
-def test_a_run_in_which_no_episode_took_a_turn_fails(server, tiny, tmp_path, capsys):
-    """Every first prompt over --max-context: the run measured nothing, so it is `failed`, rc 1."""
+def test_a_first_prompt_over_max_context_fails_before_the_run(server, tiny, tmp_path, capsys):
+    """Completions mode renders each env's first prompt before any episode: one that cannot
+    fit --max-context stops the run (rc 2) with the size it needs, and no request is sent."""
     out = tmp_path / "ctx"
     rc = main(_cli_args(server, tiny, out, GTN, "--episodes", "2", "--max-context", "40", "--max-tokens", "8"))
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    needed = int(err.split("a turn needs ")[1].split(",")[0])
+    assert needed > 40 and f"Set --max-context {needed} or more" in err
+    assert f"{GTN}: the first prompt (seed " in err and "with --max-tokens 8" in err
+    assert server.requests == []  # the probe only
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    # The size it names is enough: the same run with that budget plays its turns.
+    rc = main(_cli_args(server, tiny, tmp_path / "ok", GTN, "--episodes", "2", "--max-tokens", "8",
+                        "--max-context", str(needed), "--max-turns", "1"))
+    assert rc in (0, 1), capsys.readouterr().err
+    recs = _lines(tmp_path / "ok" / "episodes.jsonl")
+    assert len(recs) == 2 and all(r["num_turns"] == 1 for r in recs)
+
+
+def test_a_run_in_which_no_episode_took_a_turn_fails(server, tmp_path, capsys):
+    """Chat mode (no tokenizer: the server counts): every first request refused as too long
+    means the run measured nothing, so it is `failed`, rc 1."""
+    out = tmp_path / "ctx"
+    server.script = ["context", "context"]
+    rc = main(["eval", GTN, "--api", "chat", "--base-url", server.base_url, "--model", "tiny",
+               "--episodes", "2", "--max-tokens", "8", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 1, err
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "failed" and m["counts"]["measured"] == 2
     assert m["error"].startswith("no episode took a turn: each ended on the context budget")
-    assert "--max-context 40 must hold the first prompt plus --max-tokens 8" in m["error"]
+    assert "must hold the first prompt plus --max-tokens 8" in m["error"]
     assert {r["end_reason"] for r in _lines(out / "episodes.jsonl")} == {"context"}
     assert "no episode took a turn" in err
-    # One episode that plays a turn is a measurement again (here: a budget that fits).
-    rc = main(_cli_args(server, tiny, tmp_path / "ok", GTN, "--episodes", "1", "--max-tokens", "8"))
+    # One episode that plays a turn is a measurement again.
+    server.script = ["context"]
+    rc = main(["eval", GTN, "--api", "chat", "--base-url", server.base_url, "--model", "tiny",
+               "--episodes", "2", "--max-tokens", "8", "--max-turns", "1", "--out", str(tmp_path / "ok"),
+               "--no-progress"])
     assert rc in (0, 1) and json.loads((tmp_path / "ok" / "manifest.json").read_text())["status"] != "failed"
