@@ -23,6 +23,7 @@ __all__ = [
     "spec",
     "pprint_registry",
     "check_env",
+    "use_env_modules",
     "AutoresetMode",
     "errors",
     "__version__",
@@ -34,5 +35,6 @@ __getattr__, __dir__ = _lazy.lazy_attributes(
         "make_vec": "gem_core.vector",
         "AutoresetMode": "gem_core.vector",
         "check_env": "gem_core.checker",
+        "use_env_modules": "gem_core.env_modules",
     },
 )

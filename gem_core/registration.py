@@ -305,9 +305,19 @@ def _check_registered_id(env_id: Any) -> None:
 
 
 def load_plugins() -> None:
-    """Import every ``gem_core.envs`` entry point; a broken plugin is skipped with a warning."""
+    """Import every ``gem_core.envs`` entry point, then the modules ``GEM_ENV_MODULES``
+    names (`gem_core.env_modules`); a broken one is skipped with a warning."""
     from importlib.metadata import entry_points
 
+    from gem_core.env_modules import import_from_environ
+
+    try:
+        _load_entry_points(entry_points)
+    finally:
+        import_from_environ()
+
+
+def _load_entry_points(entry_points: Callable[..., Any]) -> None:
     try:
         eps = entry_points(group=PLUGIN_GROUP)
     except Exception as e:  # pragma: no cover - broken metadata on the machine
@@ -357,9 +367,11 @@ def _not_found(env_id: str) -> Error:
         lowered = env_id.lower()
         matches = [i for i in ids if lowered in i.lower()][:5]
     hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+    from gem_core.env_modules import not_found_hint
+
     return NameNotFound(
         f"no env registered with id {env_id!r}.{hint} "
-        "Run `gem list` or gem_core.pprint_registry() to see every id."
+        f"Run `gem list` or gem_core.pprint_registry() to see every id. {not_found_hint()}"
     )
 
 

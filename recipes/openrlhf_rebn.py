@@ -45,6 +45,8 @@ from pathlib import Path
 class Args:
     env_id: str = "game:GuessTheNumber-v0-easy"
     """the gem_core env every sample plays (any registered id, see `gem list`)"""
+    env_module: tuple[str, ...] = ()
+    """modules (or .py paths) that register your own envs, imported in every process that builds envs (OpenRLHF's vLLM Ray actors); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
     """the policy: a Hugging Face model id or local directory"""
     train_seeds: int = 8192
@@ -197,6 +199,11 @@ def format_command(command: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    # Your env modules: imported here and, through the environment this process passes on
+    # (OpenRLHF starts a local Ray cluster), in OpenRLHF's vLLM actors.
+    use_recipe_env_modules(args.env_module)
 
     # Prologue: where things go.
     data_dir = Path(args.data_dir).resolve()

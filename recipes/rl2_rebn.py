@@ -54,6 +54,8 @@ from typing import Any
 class Args:
     env_id: str = "game:GuessTheNumber-v0-easy"
     """the gem_core env every row plays (any registered id, see `gem list`)"""
+    env_module: tuple[str, ...] = ()
+    """modules (or .py paths) that register your own envs, imported in every process that builds envs (each torchrun rank); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
     """the policy: a Hugging Face model id or local directory"""
     rl2_version: str = "auto"
@@ -260,6 +262,11 @@ def validate(overrides: list[str], version: str, env_id: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    # Your env modules: imported here and, through the environment torchrun passes on, in
+    # every rank.
+    use_recipe_env_modules(args.env_module)
 
     # Prologue: where things go, which RL2.
     data_dir = Path(args.data_dir).resolve()

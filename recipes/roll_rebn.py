@@ -56,6 +56,8 @@ class Args:
     """The policy: a Hugging Face id or directory (ROLL's ``pretrain``)."""
     env: list[str] = field(default_factory=lambda: ["game:GuessTheNumber-v0-easy"])
     """gem_core env ids, each optionally ``=weight`` (a mixture)."""
+    env_module: list[str] = field(default_factory=list)
+    """A module (or .py path) that registers your own envs, imported in every process that builds envs (ROLL's env workers); repeatable; not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)."""
     gamma: float = 0.9
     """The per-turn discount γ (``step_reward_gamma``)."""
     native: bool = False
@@ -100,8 +102,9 @@ def parse_args(argv: list[str] | None = None) -> Args:
         else:
             parser.add_argument(flag, type=type(value), default=value)
     ns = parser.parse_args(argv)
-    if ns.env is None:
-        ns.env = defaults.env
+    for name, value in vars(defaults).items():  # an append flag not given: its default
+        if isinstance(value, list) and getattr(ns, name) is None:
+            setattr(ns, name, list(value))
     return Args(**vars(ns))
 
 
@@ -131,10 +134,19 @@ def launch_command(roll_src: str, yaml_path: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    import gem_core
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    # Your env modules: imported here and, through the environment the launcher inherits,
+    # in ROLL's env workers.
+    use_recipe_env_modules(args.env_module)
+    envs = parse_envs(args.env)
+    for env_id in envs:
+        gem_core.spec(env_id)  # an unknown id fails here, with "did you mean" and the fixes
     out = Path(args.out).resolve()
     config = roll_config(
         model=args.model,
-        envs=parse_envs(args.env),
+        envs=envs,
         gamma=args.gamma,
         exact=not args.native,
         num_env_groups=args.num_env_groups,

@@ -53,6 +53,8 @@ except ImportError as exc:
 class Args:
     env_id: str = "game:GuessTheNumber-v0-easy"
     """the gem_core env every row plays (any registered id, see `gem list`)"""
+    env_module: tuple[str, ...] = ()
+    """modules (or .py paths) that register your own envs, imported in every process that builds envs (verl's Ray agent-loop workers); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
     """the policy: a Hugging Face model id or local directory"""
     train_seeds: int = 8192
@@ -218,6 +220,14 @@ def verl_overrides(args: Args, train: Path, val: Path, agent_config: Path) -> li
     ]
 
 
+def env_module_overrides(carried: dict[str, str]) -> list[str]:
+    """The env modules' variables in verl's Ray ``runtime_env`` as well, so that workers on
+    a cluster started elsewhere (``RAY_ADDRESS``) import them too (a local cluster inherits
+    them from this process)."""
+    quote = lambda v: "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731
+    return [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(v)}" for k, v in sorted(carried.items())]
+
+
 def validate(overrides: list[str], env_id: str) -> list[str]:
     """Compose verl's shipped config with the overrides and check the plugin; returns problems."""
     problems: list[str] = []
@@ -256,6 +266,11 @@ def validate(overrides: list[str], env_id: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    # Your env modules: imported here (an unknown id then fails the dry run) and in every
+    # process verl starts (the variables are inherited; see env_module_overrides).
+    carried = use_recipe_env_modules(args.env_module)
 
     # Prologue: where things go.
     data_dir = Path(args.data_dir).resolve()
@@ -271,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     write_agent_loop_config(agent_config, args)
 
     # 3. verl's trainer with rebn and gem_agent.
-    command = [sys.executable, "-m", "verl.trainer.main_ppo", *verl_overrides(args, train, val, agent_config), *extra]
+    command = [sys.executable, "-m", "verl.trainer.main_ppo", *verl_overrides(args, train, val, agent_config),
+               *env_module_overrides(carried), *extra]
     print("command:\n  " + " \\\n    ".join(shlex.quote(c) for c in command))
     if args.dry_run:
         problems = validate(command[3:], args.env_id)

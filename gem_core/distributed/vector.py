@@ -43,7 +43,21 @@ _REFUSED = ("max_restarts", "max_task_retries")
 def actor_options(ray_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``DEFAULT_ACTOR_OPTIONS`` updated with ``ray_options`` (the kwargs of
     ``ActorClass.options``: ``num_cpus``, ``resources={"gem_env": 1}``,
-    ``scheduling_strategy``, ``runtime_env``, ...), checked."""
+    ``scheduling_strategy``, ``runtime_env``, ...), checked. The env modules of
+    `gem_core.use_env_modules` go into the actor's ``runtime_env`` ``env_vars``, so that
+    its envs' ids are known on any node (the caller's own ``env_vars`` win)."""
+    return _with_env_modules(_checked_options(ray_options))
+
+
+def _with_env_modules(options: dict[str, Any]) -> dict[str, Any]:
+    from gem_core.env_modules import env_module_vars, ray_runtime_env
+
+    if env_module_vars():
+        options["runtime_env"] = ray_runtime_env(options.get("runtime_env"))
+    return options
+
+
+def _checked_options(ray_options: Mapping[str, Any] | None) -> dict[str, Any]:
     if ray_options is None:
         return dict(DEFAULT_ACTOR_OPTIONS)
     if not isinstance(ray_options, Mapping):

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gem_core.errors import InvalidRow, PlayRowError
+from gem_core.errors import InvalidRow, PlayRowError, UnregisteredEnv
 
 if TYPE_CHECKING:
     from gem_core.rl import Episode, SamplingParams
@@ -101,6 +101,9 @@ async def play_row(
         InvalidRow: the row names no env id, or its seed is not an integer.
         PlayRowError: the env could not be made, or the episode failed (the message
             holds the episode's error).
+        UnregisteredEnv: the row's id is not registered in this process (its message names
+            the process and how to make a user's env reach it: `gem_core.env_modules`);
+            adapters let it stop the step instead of flagging the row.
     """
     from gem_core.rl import run_episode
 
@@ -115,6 +118,8 @@ async def play_row(
 
     try:
         env = await loop.run_in_executor(executor, make)
+    except UnregisteredEnv:
+        raise  # the id is unknown in this process: a deployment error, never a failed row
     except Exception as exc:
         raise PlayRowError(
             f"play_row could not make {env_id} (kwargs {kwargs}): {type(exc).__name__}: {exc}",

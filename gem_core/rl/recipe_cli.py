@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["field_docs", "parse_recipe_args"]
+__all__ = ["field_docs", "parse_recipe_args", "use_recipe_env_modules", "ENV_MODULE_HELP"]
+
+ENV_MODULE_HELP = (
+    "modules (or .py paths) that register your own envs, imported in every process that builds "
+    "envs (the trainer's workers, actors, ranks); not needed for envs installed with a "
+    "gem_core.envs entry point (docs/plugins.md)"
+)
+"""The help of every recipe's ``--env-module``."""
 
 T = TypeVar("T")
 
@@ -72,3 +79,17 @@ def field_docs(cls: type) -> dict[str, str]:
         ):
             docs[node.target.id] = " ".join(str(nxt.value.value).split())
     return docs
+
+
+def use_recipe_env_modules(modules: Sequence[str], flag: str = "--env-module") -> dict[str, str]:
+    """`gem_core.use_env_modules` for a recipe's ``--env-module``: a module that cannot be
+    imported prints ``<program>: error: ...`` and exits 2. Returns the variables that carry
+    the modules to the trainer's processes (set in this process's environment too)."""
+    from gem_core.env_modules import use_env_modules
+    from gem_core.errors import InvalidArgument
+
+    try:
+        return use_env_modules(modules)
+    except InvalidArgument as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {flag}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

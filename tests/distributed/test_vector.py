@@ -204,3 +204,32 @@ def test_make_vec_refuses_process_options_in_ray_mode():
 
 def _unused() -> GenericTestEnv:  # keeps the import used by the contract's factories
     return GenericTestEnv()
+
+
+
+def test_a_users_env_module_reaches_ray_actors_only_through_use_env_modules(ray_cluster, user_module):
+    """The cluster was started before the module was named (as a cluster started elsewhere
+    is): registering the id in the driver is not enough, and the actor's error says where
+    it looked and what to do; `use_env_modules` carries the module in the actors'
+    ``runtime_env``."""
+    import functools
+    import sys
+
+    import gem_core
+    from gem_core.distributed import RayVectorEnv
+
+    folder, name, env_id = user_module
+    sys.path.insert(0, str(folder))
+    __import__(name)  # the driver alone registers it
+    fns = [functools.partial(gem_core.make, env_id)] * 2
+    with pytest.raises(Exception, match=f"no env registered with id '{env_id}'") as excinfo:
+        RayVectorEnv(fns, num_workers=2, timeout=60, ray_options=ACTOR)
+    assert "a Ray worker" in str(excinfo.value) and "--env-module" in str(excinfo.value)
+    gem_core.use_env_modules([name])
+    vec = RayVectorEnv(fns, num_workers=2, timeout=60, ray_options=ACTOR)
+    try:
+        vec.reset(seed=3)
+        rewards = [vec.step(["x", "x"])[1].tolist() for _ in range(3)]
+        assert rewards == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+    finally:
+        vec.close()

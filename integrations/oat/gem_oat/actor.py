@@ -41,7 +41,7 @@ import numpy as np
 from oat.algorithms.ppo_multiturn import PPOMultiTurnActor
 from oat.types import Transition
 
-from gem_core.errors import PlayRowError
+from gem_core.errors import PlayRowError, UnregisteredEnv
 from gem_core.rl import BudgetedPolicy, ChatFormatter, play_row
 from gem_core.rl.packing import credited_rewards, pack_turns
 from gem_core.rl.sampling import derive_seed
@@ -264,6 +264,8 @@ class GemActor(PPOMultiTurnActor):
         failures: list[tuple[str, int | None, str]] = []
         empty = 0
         for (env_id, seed), res in zip(specs, results, strict=True):
+            if isinstance(res, UnregisteredEnv):
+                raise res  # the id is unknown in this actor's process: a deployment error
             if isinstance(res, BaseException):
                 failures.append((env_id, seed, f"{type(res).__name__}: {res}"))
                 continue

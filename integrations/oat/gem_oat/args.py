@@ -27,6 +27,10 @@ class GemArgs(PPOArgs):
     """gem_core env ids; several make a mixture (each episode draws one)."""
     env_weights: list[float] = field(default_factory=list)
     """Mixture weights, one per env id (empty: uniform)."""
+    env_modules: list[str] = field(default_factory=list)
+    """Modules (or ``.py`` paths) that register your own envs, imported in the launcher and
+    in every actor (the arguments travel with oat's program to each launchpad node); not
+    needed for envs installed with a ``gem_core.envs`` entry point (docs/plugins.md)."""
     env_kwargs: str = "{}"
     """JSON object of ``gem_core.make`` keyword arguments, for every env; or
     ``{"<env id>": {...}, ...}`` keyed by env id."""
@@ -171,6 +175,10 @@ def validate_args(args: Any, *, make_envs: bool = True) -> EnvPlan:
     if args.batch_wait_s < 0:
         raise InvalidArgument(f"--batch_wait_s must be >= 0, got {args.batch_wait_s}")
     _json_object("template_kwargs", args.template_kwargs)
+    try:  # here and in each actor (GemActor validates its own copy of the arguments)
+        gem_core.use_env_modules(list(getattr(args, "env_modules", None) or []))
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"--env_modules: {exc}") from exc.__cause__
     plan = env_plan(args)
     if make_envs:
         for env_id in plan.env_ids:
