@@ -8,6 +8,7 @@ import difflib
 import importlib
 import inspect
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -180,11 +181,24 @@ class EnvRegistry(dict):
     """``id -> EnvSpec``; third-party plugins are loaded on first lookup."""
 
     _plugins_loaded = False
+    _plugins_loading = False
+    # Held while the plugins load: a lookup from another thread (envs made concurrently in
+    # an executor, as the adapters' rollouts do) waits for them instead of missing their ids;
+    # re-entrant, so a plugin that looks ids up while it registers does not wait on itself.
+    _plugins_lock = threading.RLock()
 
     def _ensure_plugins(self) -> None:
-        if not EnvRegistry._plugins_loaded:
-            EnvRegistry._plugins_loaded = True
-            load_plugins()
+        if EnvRegistry._plugins_loaded:
+            return
+        with EnvRegistry._plugins_lock:
+            if EnvRegistry._plugins_loaded or EnvRegistry._plugins_loading:
+                return
+            EnvRegistry._plugins_loading = True
+            try:
+                load_plugins()
+            finally:
+                EnvRegistry._plugins_loaded = True
+                EnvRegistry._plugins_loading = False
 
     def __getitem__(self, key: str) -> EnvSpec:
         self._ensure_plugins()

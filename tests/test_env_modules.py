@@ -133,3 +133,27 @@ def test_ray_runtime_env_carries_the_variables_and_keeps_the_callers(user_module
     merged = env_modules.ray_runtime_env({"env_vars": {"PYTHONPATH": "/mine"}, "pip": ["x"]})
     assert merged["pip"] == ["x"] and merged["env_vars"]["PYTHONPATH"] == "/mine"
     assert merged["env_vars"][env_modules.ENV_MODULES_VAR] == name
+
+
+def test_concurrent_first_lookups_wait_for_the_modules(user_module, tmp_path):
+    """Rollouts make their envs from many threads at once; the first lookups must all wait
+    until the env modules (here a slow import) have registered their ids."""
+    folder, name, env_id = user_module
+    slow = folder / f"slow_{name}.py"
+    slow.write_text(f"import time\ntime.sleep(0.5)\nimport {name}\n")
+    script = (
+        "import concurrent.futures, gem_core\n"
+        "def make(_):\n"
+        "    try:\n"
+        f"        return gem_core.make({env_id!r}).reset(seed=0)[0]\n"
+        "    except Exception as exc:\n"
+        "        return type(exc).__name__\n"
+        "with concurrent.futures.ThreadPoolExecutor(8) as pool:\n"
+        "    print(sorted(set(pool.map(make, range(8)))))\n"
+    )
+    env = {**_base_env(), env_modules.ENV_MODULES_VAR: slow.stem}
+    env["PYTHONPATH"] += os.pathsep + str(folder)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['Turn 0. Say anything.']"

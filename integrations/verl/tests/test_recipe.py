@@ -108,3 +108,24 @@ def test_bad_option_values_are_rejected_by_the_parser(tmp_path):
     out = _run("--train-seeds", "many", "--data-dir", str(tmp_path))
     assert out.returncode == 2 and "--train-seeds" in out.stderr
     assert not (tmp_path / "train.parquet").exists()  # nothing written before the arguments are checked
+
+
+def test_dry_run_with_a_users_env_module(tmp_path):
+    """--env-module makes a user's env (a module on no path) known to the dry run's checks and
+    puts the variables into verl's Ray runtime_env; without it the id is refused with the fix."""
+    from gem_core.testing.user_env import write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    common = ("--dry-run", "--data-dir", str(tmp_path / "data"), "--train-seeds", "2", "--val-seeds", "1",
+              "--env-id", mod.env_id)
+    out = _run(*common)
+    assert out.returncode == 1 and f"no env registered with id '{mod.env_id}'" in out.stderr
+    assert "--env-module" in out.stderr
+    out = _run(*common, "--env-module", str(mod.path))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "dry run: the command is valid; not launched" in out.stdout  # verl's config took the override
+    import shlex
+
+    assert shlex.quote(f"+ray_kwargs.ray_init.runtime_env.env_vars.GEM_ENV_MODULES='{mod.path}'") in out.stdout
+    out = _run(*common, "--env-module", "no_such_env_module_xyz")
+    assert out.returncode == 2 and "--env-module: env module 'no_such_env_module_xyz' cannot be imported" in out.stderr

@@ -29,22 +29,72 @@ from gem_core.testing.conformance import SCENARIO, assert_matches_reference, per
 from .conftest import compose_config  # noqa: E402
 
 
-@pytest.fixture
-def ray_cluster(tmp_path_factory):
+def _ray_init(temp_dir: str, extra_env: dict[str, str] | None = None) -> None:
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM", "WANDB_MODE") if k in os.environ}
     env["TRANSFER_QUEUE_ENABLE"] = "1"
     ray.init(
         num_cpus=8,  # logical slots for the TQ controller, one storage unit and the worker
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": env},
+        runtime_env={"env_vars": {**env, **(extra_env or {})}},
         # Sessions, sockets and logs in the test's temp dir, not in the host's /tmp/ray.
-        _temp_dir=str(tmp_path_factory.mktemp("ray")),
+        _temp_dir=temp_dir,
     )
+
+
+@pytest.fixture
+def ray_cluster(tmp_path_factory):
+    _ray_init(str(tmp_path_factory.mktemp("ray")))
     try:
         yield
     finally:
         ray.shutdown()
+
+
+def _play_rows(config, client, env_id: str, seeds) -> tuple[list[str], dict[str, str]]:
+    """One gen batch of ``env_id`` rows (as the v1 trainer builds it from the dataset) through
+    verl's AgentLoopManagerTQ; returns the rows' keys and their final statuses."""
+    import transfer_queue as tq
+    from verl.trainer.ppo.v1 import AgentLoopManagerTQ
+    from verl.utils import tensordict_utils as tu
+
+    manager = AgentLoopManagerTQ.create(config=config, llm_client=client)
+    n = len(seeds)
+    uids = [str(uuid.uuid4()) for _ in range(n)]
+    batch = tu.get_tensordict(
+        {
+            "raw_prompt": np.array([[{"role": "user", "content": "play"}] for _ in range(n)], dtype=object),
+            "env_id": np.array([env_id] * n, dtype=object),
+            "seed": np.array(list(seeds), dtype=np.int64),
+            "agent_name": np.array(["gem_agent"] * n, dtype=object),
+            "index": np.arange(n),
+            "data_source": np.array([f"gem:{env_id}"] * n, dtype=object),
+            "uid": np.array(uids, dtype=object),
+        }
+    )
+    tu.assign_non_tensor_data(batch, "global_steps", 0)
+    tags = [{"is_prompt": True, "status": "pending", "global_steps": 0} for _ in range(n)]
+    tq.kv_batch_put(keys=uids, partition_id="train", tags=tags)
+    manager.generate_sequences(batch)
+
+    deadline = time.monotonic() + 600
+    while True:
+        listed = tq.kv_list("train").get("train", {})
+        status = {u: (listed.get(u) or {}).get("status") for u in uids}
+        if all(s in ("finished", "failure") for s in status.values()):
+            break
+        assert time.monotonic() < deadline, f"rollouts did not finish: {status}"
+        time.sleep(0.5)
+    return [f"{u}_0_0" for u in uids], status  # {uid}_{session}_{output index}
+
+
+def _tq_config(tiny_model_path):
+    return compose_config(
+        tiny_model_path,
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        "transfer_queue.enable=True",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+    )
 
 
 # Quiet: ~40 s. Ray's dozen processes share the CPUs with whatever else runs: beside two CPU
@@ -53,51 +103,16 @@ def ray_cluster(tmp_path_factory):
 def test_agent_loop_manager_tq_to_advantages(ray_cluster, tiny_model_path, reference):
     import transfer_queue as tq
     from transfer_queue import KVBatchMeta
-    from verl.trainer.ppo.v1 import AgentLoopManagerTQ
     from verl.trainer.ppo.v1.trainer_base import PPOTrainer
-    from verl.utils import tensordict_utils as tu
 
-    config = compose_config(
-        tiny_model_path,
-        "actor_rollout_ref.rollout.agent.num_workers=1",
-        "transfer_queue.enable=True",
-        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
-    )
+    config = _tq_config(tiny_model_path)
     tq.init(config.transfer_queue)
     try:
         client = TinyModelClient(config, tiny_model_path, script=conformance_script)
-        manager = AgentLoopManagerTQ.create(config=config, llm_client=client)
-
-        # One gen batch as the v1 trainer builds it from the dataset (see _fetch_one_gen_batch).
         n = len(SCENARIO.seeds)
-        uids = [str(uuid.uuid4()) for _ in range(n)]
-        batch = tu.get_tensordict(
-            {
-                "raw_prompt": np.array([[{"role": "user", "content": "play"}] for _ in range(n)], dtype=object),
-                "env_id": np.array([SCENARIO.env_id] * n, dtype=object),
-                "seed": np.array(SCENARIO.seeds, dtype=np.int64),
-                "agent_name": np.array(["gem_agent"] * n, dtype=object),
-                "index": np.arange(n),
-                "data_source": np.array([f"gem:{SCENARIO.env_id}"] * n, dtype=object),
-                "uid": np.array(uids, dtype=object),
-            }
-        )
-        tu.assign_non_tensor_data(batch, "global_steps", 0)
-        tags = [{"is_prompt": True, "status": "pending", "global_steps": 0} for _ in range(n)]
-        tq.kv_batch_put(keys=uids, partition_id="train", tags=tags)
-        manager.generate_sequences(batch)
-
-        deadline = time.monotonic() + 600
-        while True:
-            listed = tq.kv_list("train").get("train", {})
-            status = {u: (listed.get(u) or {}).get("status") for u in uids}
-            if all(s in ("finished", "failure") for s in status.values()):
-                break
-            assert time.monotonic() < deadline, f"rollouts did not finish: {status}"
-            time.sleep(0.5)
+        keys, status = _play_rows(config, client, SCENARIO.env_id, SCENARIO.seeds)
         assert set(status.values()) == {"finished"}, status
 
-        keys = [f"{u}_0_0" for u in uids]  # {uid}_{session}_{output index}
         stored = tq.kv_batch_get(keys=keys, partition_id="train", select_fields=["rm_scores", "response_mask"])
         for i in range(n):
             p = reference.packed(i)
@@ -125,3 +140,45 @@ def test_agent_loop_manager_tq_to_advantages(ray_cluster, tiny_model_path, refer
         assert_matches_reference(got, reference)
     finally:
         tq.close()
+
+
+# Quiet: ~40 s; the limits as above.
+@pytest.mark.timeout(1200)
+def test_a_users_env_module_reaches_the_agent_loop_workers(tmp_path_factory, tiny_model_path):
+    """A user's env in a module on no path, named the way ``recipes/verl_rebn.py --env-module``
+    names it (`gem_core.use_env_modules`, the variables in Ray's runtime_env), is played by
+    verl's real AgentLoopWorkerTQ actor: every row finishes with the env's per-turn rewards."""
+    import sys
+
+    import transfer_queue as tq
+
+    import gem_core
+    from gem_core.testing.user_env import USER_ENV_REWARDS, write_user_env_module
+
+    mod = write_user_env_module(tmp_path_factory.mktemp("user_code"))
+    saved = {k: os.environ.get(k) for k in ("GEM_ENV_MODULES", "PYTHONPATH")}
+    saved_path = list(sys.path)
+    try:
+        carried = gem_core.use_env_modules([str(mod.path)])
+        _ray_init(str(tmp_path_factory.mktemp("ray")), carried)
+        config = _tq_config(tiny_model_path)
+        tq.init(config.transfer_queue)
+        try:
+            client = TinyModelClient(config, tiny_model_path, script=conformance_script)
+            keys, status = _play_rows(config, client, mod.env_id, [0, 1])
+            assert set(status.values()) == {"finished"}, status
+            stored = tq.kv_batch_get(keys=keys, partition_id="train", select_fields=["rm_scores", "response_mask"])
+            for i in range(2):
+                scores = stored["rm_scores"][i].numpy()  # each turn's reward on its last generated token
+                assert scores[scores != 0].tolist() == list(USER_ENV_REWARDS)
+                assert (stored["response_mask"][i].numpy()[scores != 0] == 1).all()
+        finally:
+            tq.close()
+            ray.shutdown()
+    finally:
+        sys.path[:] = saved_path
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
