@@ -45,7 +45,7 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +54,8 @@ from typing import Any
 class Args:
     env_id: str = "game:GuessTheNumber-v0-easy"
     """the gem_core env every row plays (any registered id, see `gem list`)"""
-    env_module: tuple[str, ...] = ()
-    """modules (or .py paths) that register your own envs, imported in every process that builds envs (each torchrun rank); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
+    env_module: list[str] = field(default_factory=list)
+    """a module (or .py path) that registers your own envs, imported in every process that builds envs (each torchrun rank); repeatable; not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
     """the policy: a Hugging Face model id or local directory"""
     rl2_version: str = "auto"
@@ -132,6 +132,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
         if kind == "bool":
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=docs[f.name])
             continue
+        if kind == "list[str]":  # repeatable
+            parser.add_argument(flag, action="append", default=None, help=docs[f.name], metavar="STR")
+            continue
         optional, base = kind.endswith("|None"), scalars[kind.removesuffix("|None")]
 
         def convert(text: str, base: Any = base, optional: bool = optional) -> Any:
@@ -139,7 +142,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
 
         convert.__name__ = base.__name__
         parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
-    args = Args(**vars(parser.parse_args(argv)))
+    parsed = {k: (v if v is not None or k != "env_module" else []) for k, v in vars(parser.parse_args(argv)).items()}
+    args = Args(**parsed)
     if args.rl2_version not in VERSIONS:
         parser.error(f"--rl2-version must be one of {', '.join(VERSIONS)}, got {args.rl2_version!r}")
     if not 0.0 <= args.gamma <= 1.0:

@@ -142,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     use_recipe_env_modules(args.env_module)
     envs = parse_envs(args.env)
     for env_id in envs:
-        gem_core.spec(env_id)  # an unknown id fails here, with "did you mean" and the fixes
+        try:
+            gem_core.spec(env_id)  # an unknown id fails here, with "did you mean" and the fixes
+        except gem_core.errors.UnregisteredEnv as exc:
+            print(f"{Path(sys.argv[0]).name}: error: --env {env_id}: {exc}", file=sys.stderr)
+            return 2
     out = Path(args.out).resolve()
     config = roll_config(
         model=args.model,

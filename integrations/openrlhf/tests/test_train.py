@@ -3,6 +3,7 @@ trainer swap OpenRLHF's train() picks up, the real trainer class's pipeline, the
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -137,3 +138,21 @@ def test_the_recipes_dry_run_reports_problems(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         recipe.main(["--gamma", "1.5", "--data-dir", str(tmp_path)])
     assert exit_.value.code == 2 and "--gamma must be in [0, 1], got 1.5" in capsys.readouterr().err
+
+
+def test_the_recipes_dry_run_with_a_users_env_module(tmp_path):
+    """--env-module: the dry run knows the user's env (a module on no path); without it the id is
+    refused with the fix. OpenRLHF's Ray cluster, started by the launched process, inherits the
+    variables (`gem_core.use_env_modules`; tests/test_env_modules.py and the Ray tests of
+    gem_core.distributed show the inheritance)."""
+    from gem_core.testing.user_env import write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    common = (str(RECIPE), "--dry-run", "--data-dir", str(tmp_path / "data"), "--train-seeds", "1", "--eval-seeds", "0",
+              "--model-path", harness().model_path, "--env-id", mod.env_id)
+    out = _run(*common)
+    assert out.returncode == 1 and f"no env registered with id '{mod.env_id}'" in out.stderr
+    assert "--env-module" in out.stderr
+    out = _run(*common, "--env-module", str(mod.path))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert json.loads((tmp_path / "data" / "train.jsonl").read_text().splitlines()[0])["label"]

@@ -37,3 +37,41 @@ def test_unknown_env_is_a_problem(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 1 and "problem: env:" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_users_env_module_is_checked_and_passed_to_the_ranks(tmp_path, monkeypatch):
+    """--env-module: the dry run knows the user's env; the torchrun ranks inherit the
+    variables (GEM_ENV_MODULES) from the recipe's process, and a rank's lookup finds the id."""
+    import os
+
+    from gem_core.testing.user_env import USER_ENV_REWARDS, write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    common = [sys.executable, str(RECIPE), "--dry-run", "--data-dir", str(tmp_path / "data"), "--train-seeds", "1",
+              "--test-seeds", "1", "--env-id", mod.env_id]
+    proc = subprocess.run(common, capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 1 and f"no env registered with id '{mod.env_id}'" in proc.stderr
+    assert "--env-module" in proc.stderr
+    proc = subprocess.run([*common, "--env-module", str(mod.path)], capture_output=True, text=True, timeout=300,
+                          cwd="/")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # What a rank sees: the recipe's environment after --env-module (it runs torchrun with
+    # it), handed to a fresh interpreter elsewhere that plays the env.
+    import gem_core
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    for var in ("GEM_ENV_MODULES", "PYTHONPATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    use_recipe_env_modules([str(mod.path)])
+    rank_env = {**os.environ, "RANK": "1"}
+    dict.pop(gem_core.registry, mod.env_id, None)
+    rank = (
+        "import gem_core\n"
+        f"env = gem_core.make({mod.env_id!r}); env.reset(seed=0)\n"
+        "print([env.step('x')[1] for _ in range(3)])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", rank], capture_output=True, text=True, timeout=120, env=rank_env,
+                         cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(list(USER_ENV_REWARDS))

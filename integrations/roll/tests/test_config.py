@@ -106,3 +106,21 @@ def test_recipe_launch_command_is_relative_to_the_launcher(tmp_path):
         mod.launch_command(str(tmp_path / "nowhere"), tmp_path / "a.yaml")
     with pytest.raises(InvalidArgument, match="weight after"):
         mod.parse_envs(["game:GuessTheNumber-v0-easy=x"])
+
+
+def test_recipe_with_a_users_env_module(tmp_path):
+    """--env-module: the recipe knows the user's env (a module on no path) and the launcher,
+    which ROLL's env workers' Ray cluster starts from, inherits the variables; without it the
+    id is refused with the fix before anything is written."""
+    from gem_core.testing.user_env import write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    common = [sys.executable, str(RECIPE), "--dry-run", "--out", str(tmp_path / "run"), "--roll-src", "",
+              "--env", f"{mod.env_id}=1", "--num-env-groups", "2"]
+    out = subprocess.run(common, capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.returncode != 0 and f"no env registered with id '{mod.env_id}'" in out.stderr
+    assert "--env-module" in out.stderr and not (tmp_path / "run" / "roll_rebn.yaml").exists()
+    out = subprocess.run([*common, "--env-module", str(mod.path)], capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.returncode == 0, out.stderr
+    c = yaml.safe_load((tmp_path / "run" / "roll_rebn.yaml").read_text())
+    assert mod.env_id in yaml.safe_dump(c)
