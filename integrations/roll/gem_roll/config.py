@@ -215,7 +215,7 @@ def roll_config(
         "max_grad_norm": 1.0,
         "loss_agg_mode": "token-mean",
         "ppo_epochs": 1,
-        "batch_adjust_mode": "delete",
+        "batch_adjust_mode": "copy",  # GemAgenticPipeline pads whatever the mode (see gem_roll.pipeline)
         "pretrain": model,
         "reward_pretrain": model,
         "actor_train": {

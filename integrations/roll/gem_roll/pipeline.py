@@ -10,6 +10,16 @@ that one function replaced, for the run, by `population_std_reward_norm` (popula
 the result is ReBN exactly. Normalisations other than mean and std over the same scope
 (batch/batch or group/group) run ROLL's own code.
 
+Any data-parallel size: after the returns are computed, ROLL's ``adjust_batch`` makes the
+turn-samples a multiple of what every worker's batch needs (``per_device_train_batch_size ×
+gradient_accumulation_steps × dp`` and the inference sizes). Its ``delete`` mode crashes on
+ROLL HEAD (a boolean index into a ``BatchProxy``) and drops real samples; ``random_sample``
+drops them too; ``copy`` puts duplicated samples into the normalisation. `GemAgenticPipeline`
+always pads (ROLL's own ``copy``, so the sizes are ROLL's), marks the padding samples
+(``non_tensor_batch["gem_pad"]``), gives them zero loss weight (``response_mask`` 0: ROLL's
+token counts and losses skip them) and normalises over the real samples only — whatever
+the mode in the config.
+
 Needs ROLL on ``PYTHONPATH``.
 """
 
@@ -29,7 +39,10 @@ from roll.pipeline.agentic.agentic_pipeline import AgenticPipeline
 from gem_core.errors import InvalidArgument
 from gem_roll.normalize import DEFAULT_EPS, normalize_returns
 
-__all__ = ["GemAgenticPipeline", "population_std_reward_norm", "exact_reward_norm"]
+__all__ = ["GemAgenticPipeline", "population_std_reward_norm", "exact_reward_norm", "PAD_KEY"]
+
+PAD_KEY = "gem_pad"
+"""The ``non_tensor_batch`` key marking the samples `GemAgenticPipeline.adjust_batch` added."""
 
 _NATIVE = _roll_utils.agentic_reward_norm
 _PATCH_LOCK = threading.RLock()
@@ -51,6 +64,13 @@ def population_std_reward_norm(
         return native(batch, reward_normalization)
     scores = batch.batch["scores"]
     values = scores.detach().to(torch.float64).cpu().numpy().reshape(-1)
+    real = np.ones(values.size, dtype=bool)
+    if PAD_KEY in batch.non_tensor_batch:  # padding samples: no part in the statistics, value 0
+        real = ~np.asarray(batch.non_tensor_batch[PAD_KEY], dtype=bool).reshape(-1)
+        if real.size != values.size:
+            raise InvalidArgument(
+                f"non_tensor_batch[{PAD_KEY!r}] has {real.size} entries for {values.size} scores"
+            )
     groups = None
     if mean_type == "group" and reward_normalization.grouping != "batch":
         key = reward_normalization.grouping
@@ -59,8 +79,10 @@ def population_std_reward_norm(
                 f"reward_normalization.grouping is {key!r}, but the batch has no such key "
                 f"(non-tensor keys: {sorted(batch.non_tensor_batch)}); use 'batch' or one of those"
             )
-        groups = [str(g) for g in np.asarray(batch.non_tensor_batch[key]).reshape(-1)]
-    out = normalize_returns(values, groups, eps=eps)
+        groups = [str(g) for g, r in zip(np.asarray(batch.non_tensor_batch[key]).reshape(-1), real, strict=True) if r]
+    out = np.zeros(values.size)
+    if real.any():
+        out[real] = normalize_returns(values[real], groups, eps=eps)
     return torch.as_tensor(out.reshape(tuple(scores.shape)), dtype=scores.dtype, device=scores.device)
 
 
@@ -84,6 +106,25 @@ class GemAgenticPipeline(AgenticPipeline):
     """
 
     eps: float = DEFAULT_EPS
+
+    def adjust_batch(self, data: Any, mode: str = "copy") -> Any:
+        """ROLL's ``adjust_batch`` in ``copy`` mode (ROLL's sizes, whatever ``mode`` says), with
+        the added samples marked (``PAD_KEY``) and their ``response_mask`` zeroed: no real
+        sample is dropped, and none counts twice in the normalisation or the loss."""
+        n = int(data.batch.batch_size[0])
+        adjusted = super().adjust_batch(data, mode="copy")
+        m = int(adjusted.batch.batch_size[0])
+        if m < n:  # pragma: no cover - ROLL's copy mode only appends
+            raise InvalidArgument(f"ROLL's adjust_batch(copy) shrank the batch from {n} to {m} samples")
+        pad = np.array([i >= n for i in range(m)], dtype=object)  # ROLL: non-tensor data is dtype=object
+        adjusted.non_tensor_batch[PAD_KEY] = pad
+        if m > n:
+            mask = adjusted.batch["response_mask"]
+            mask[n:] = 0
+            adjusted.batch["response_mask"] = mask
+            metrics = adjusted.meta_info.setdefault("metrics", {})
+            metrics["system/gem_pad_samples"] = m - n
+        return adjusted
 
     def run(self) -> Any:
         with exact_reward_norm(self.eps):

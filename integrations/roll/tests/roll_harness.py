@@ -189,8 +189,28 @@ def step_samples_to_packed(rollout: DataProto) -> Any:
     return pack_turns(turns)
 
 
-def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, response_mask: np.ndarray, gamma: float, *, exact: bool) -> np.ndarray:
-    """Packed rows -> ROLL step samples (one per turn) -> ROLL's own step_reinforce chain -> packed advantages."""
+def pipeline_at_dp(pipeline_config: AgenticConfig, dp: int, cls: Any = None) -> Any:
+    """A pipeline object with what ``AgenticPipeline.adjust_batch`` reads (the config, the
+    workers' data-parallel sizes), without starting its clusters."""
+    from types import SimpleNamespace
+
+    from gem_roll.pipeline import GemAgenticPipeline
+
+    pipe = object.__new__(cls or GemAgenticPipeline)
+    pipe.pipeline_config = pipeline_config
+    pipe.actor_train = SimpleNamespace(dp_size=dp)
+    pipe.reference = SimpleNamespace(dp_size=dp)
+    return pipe
+
+
+def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, response_mask: np.ndarray, gamma: float, *, exact: bool,
+                   dp: int | None = None, pads: list | None = None) -> np.ndarray:
+    """Packed rows -> ROLL step samples (one per turn) -> ROLL's own step_reinforce chain -> packed advantages.
+
+    With ``dp``, the pipeline's real ``adjust_batch`` runs where ROLL's ``run`` calls it (after
+    the returns, before the normalisation), at that data-parallel size: `GemAgenticPipeline`'s
+    with ``exact``, ROLL's own (its configured mode) without; ``pads`` then receives
+    ``(advantages, response_mask)`` of every sample ROLL added."""
     mask = np.asarray(response_mask) != 0
     rewards = np.asarray(token_rewards, dtype=np.float64)
     samples = []  # (row, start, end, step)
@@ -231,6 +251,11 @@ def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, re
         },
     )
     batch = compute_discounted_returns(batch, pipeline_config.adv_estimator, gamma)
+    if dp is not None:
+        from roll.pipeline.agentic.agentic_pipeline import AgenticPipeline
+
+        pipe = pipeline_at_dp(pipeline_config, dp, None if exact else AgenticPipeline)
+        batch = pipe.adjust_batch(batch, mode=pipeline_config.batch_adjust_mode)
     if exact:
         with exact_reward_norm():
             batch, _ = compute_response_level_rewards(batch=batch, pipeline_config=pipeline_config)
@@ -246,4 +271,7 @@ def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, re
     adv = batch.batch["advantages"].double().numpy()  # [n, width - 1]: token j+1 of each sample
     for j, (i, s, e, _) in enumerate(samples):
         out[i, s:e] = adv[j, : e - s]
+    if pads is not None:
+        for j in range(n, adv.shape[0]):
+            pads.append((adv[j], batch.batch["response_mask"][j].numpy()))
     return out

@@ -143,3 +143,59 @@ class TestRollAdapter(AdapterSuite):
         if "exact" not in _STATE:
             _STATE["exact"] = _config(SCENARIO, STEP_ENV_MANAGER)[0]
         return _STATE["h"].step_reinforce(_STATE["exact"], token_rewards, response_mask, gamma, exact=True)
+
+
+def _turn_batch(seed: int, rows: int = 5):
+    rng = np.random.default_rng(seed)
+    mask = (rng.random((rows, 30)) < 0.5).astype(np.int64)
+    rewards = np.where(mask == 1, rng.normal(size=mask.shape), 0.0)
+    return rewards, mask
+
+
+@pytest.mark.parametrize("dp", [1, 2, 4, 8])
+def test_rebn_stays_exact_through_adjust_batch_at_any_dp(harness, dp):
+    """ROLL's real adjust_batch at dp = 1, 2, 4, 8 on a turn count that is rarely a multiple:
+    GemAgenticPipeline pads (no crash, no real sample dropped), the padding samples carry no
+    loss weight and no advantage, and every real sample's advantage is ReBN over the real
+    samples only — the same as without any adjustment."""
+    from gem_core.rl import turn_spans
+
+    config, _ = _config(SCENARIO, STEP_ENV_MANAGER)
+    assert config.batch_adjust_mode == "copy"
+    rewards, mask = _turn_batch(dp)
+    n = sum(len(s) for s in turn_spans(mask != 0))
+    reference = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True)
+    pads: list = []
+    got = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True, dp=dp, pads=pads)
+    assert len(pads) == (-n) % dp, f"{n} turn-samples at dp={dp}: expected {(-n) % dp} padding samples"
+    np.testing.assert_allclose(got, reference, atol=1e-6)
+    for adv, resp in pads:
+        assert not resp.any() and not np.abs(adv).max() > 0
+    # Any mode in the config: the same padding (ROLL's own delete mode crashes, see below).
+    config.batch_adjust_mode = "delete"
+    try:
+        again = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True, dp=dp)
+    finally:
+        config.batch_adjust_mode = "copy"
+    np.testing.assert_allclose(again, reference, atol=1e-6)
+
+
+def test_roll_own_adjust_batch_is_what_the_pipeline_class_replaces(harness):
+    """Why the override exists: ROLL's own copy mode (native pipeline) puts duplicates into
+    the normalisation, and its delete mode fails on ROLL HEAD's batch."""
+    from gem_core.rl import turn_spans
+
+    config, _ = _config(SCENARIO, STEP_ENV_MANAGER)
+    seed = next(k for k in range(100) if sum(len(s) for s in turn_spans(_turn_batch(k)[1] != 0)) % 8)
+    rewards, mask = _turn_batch(seed)  # a turn count that is not a multiple of 8
+    exact = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True)
+    copied = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=True, dp=8)  # GemAgenticPipeline
+    np.testing.assert_allclose(copied, exact, atol=1e-6)
+    native = _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=False, dp=8)
+    assert not np.allclose(native, _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=False), atol=1e-4)
+    config.batch_adjust_mode = "delete"
+    try:
+        with pytest.raises(Exception, match="NestedKey|key"):
+            _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=False, dp=8)
+    finally:
+        config.batch_adjust_mode = "copy"
