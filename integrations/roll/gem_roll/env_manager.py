@@ -46,6 +46,21 @@ from gem_roll.envs import register_envs
 __all__ = ["GemStepEnvManager", "GemTrajEnvManager"]
 
 
+def _check_env_type(env_config: Any) -> None:
+    """An ``env_type`` neither gem-llm nor gem_core knows in this (env worker) process: gem_core's
+    lookup error (the id, the process, how a user's env reaches ROLL's workers) instead of
+    gem-llm's bare "not found in registry"."""
+    env_type = env_config.get("env_type") if hasattr(env_config, "get") else None
+    if not isinstance(env_type, str):
+        return
+    from gem.envs.registration import ENV_REGISTRY
+
+    if env_type not in ENV_REGISTRY:
+        import gem_core
+
+        gem_core.spec(env_type)  # raises NameNotFound with the fixes
+
+
 class _GemEpisode:
     """The episode fixes shared by both managers (mixed in before ROLL's class)."""
 
@@ -56,6 +71,7 @@ class _GemEpisode:
 
     def __init__(self, *args: Any, **kwargs: Any):
         register_envs()
+        _check_env_type(kwargs.get("env_config"))
         self._gem_finished = False
         super().__init__(*args, **kwargs)
 

@@ -199,3 +199,39 @@ def test_roll_own_adjust_batch_is_what_the_pipeline_class_replaces(harness):
             _STATE["h"].step_reinforce(config, rewards, mask, 0.9, exact=False, dp=8)
     finally:
         config.batch_adjust_mode = "copy"
+
+
+def test_a_users_env_module_reaches_an_env_worker_process(harness, tmp_path):
+    """What ROLL's env worker does (a fresh process: register_envs, then gem-llm's
+    ``gem.make(env_id=env_type)``) finds a user's env named by GEM_ENV_MODULES only (what
+    ``recipes/roll_rebn.py --env-module`` passes on); without it the worker's error names the fix."""
+    import os
+    import subprocess
+    import sys
+
+    from gem_core.testing.user_env import USER_ENV_REWARDS, write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    worker = (
+        "import gem\n"
+        "from gem_roll.envs import register_envs\n"
+        "from gem_roll.env_manager import _check_env_type\n"
+        "register_envs()\n"
+        "try:\n"
+        f"    _check_env_type({{'env_type': {mod.env_id!r}}})  # what our env managers do first\n"
+        f"    env = gem.make(env_id={mod.env_id!r})\n"
+        "except Exception as exc:\n"
+        "    print('ERROR', type(exc).__name__, exc); raise SystemExit(0)\n"
+        "env.reset(seed=0)\n"
+        "print([float(env.step('x')[1]) for _ in range(3)])\n"
+    )
+    base = {k: v for k, v in os.environ.items() if k != "GEM_ENV_MODULES"}
+    out = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, timeout=300, env=base,
+                         cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    err = out.stdout.split("ERROR ", 1)[-1]
+    assert err.startswith("NameNotFound") and mod.env_id in err and "--env-module" in err
+    out = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, timeout=300,
+                         env={**base, "GEM_ENV_MODULES": str(mod.path)}, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == str(list(USER_ENV_REWARDS))
