@@ -8,8 +8,11 @@
 #         --format_warmup_steps 0 --system_prompt "You are playing a game." --max_tokens_per_turn 256 \
 #         --max_completion_length 2048 --per_device_train_batch_size 16 --num_generations 8 --bf16
 #
+# Any registered text env: `--env_id toy:Echo-v0`; your own: `--env_id mine:Env-v0 --env_module my_envs`
+# (the format warm-up and the oracle baseline apply to GuessTheNumber only; the random baseline
+# to envs with `sample_random_action`).
 # Every GRPOConfig / GemGRPOConfig option is a flag (`--help`); the recipe's own are in ScriptArgs.
-"""GRPO-style training in TRL with ReBN advantages on a multi-turn GEM game.
+"""GRPO-style training in TRL with ReBN advantages on a multi-turn GEM game (or any text env).
 
 TRL's ``GRPOTrainer`` with GEM's adapter (`gem_trl`): `gem_trl.GemRollout` plays one
 ``game:GuessTheNumber-v0-easy`` episode per dataset row (the whole conversation in one
@@ -70,7 +73,8 @@ import gem_core.rl as rl  # noqa: E402
 class ScriptArgs:
     model: str = field(default="tiny", metadata={"help": "'tiny' (built offline, random weights) or a model path / hub id"})
     run_name_prefix: str = field(default="trl_rebn", metadata={"help": "the run directory starts with it"})
-    env_id: str = field(default="game:GuessTheNumber-v0-easy", metadata={"help": "a GuessTheNumber env id"})
+    env_id: str = field(default="game:GuessTheNumber-v0-easy", metadata={"help": "any registered text env id (gem list); GuessTheNumber envs also get the format warm-up"})
+    env_module: list[str] = field(default_factory=list, metadata={"help": "modules (or .py paths) that register your own envs, imported in every process accelerate starts; not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"})
     history: str = field(default="interval", metadata={"help": "what each observation is: 'summary' (the env's one-line state summary), 'interval' (only 'target in [lo, hi]') or 'chat' (the env's own)"})
     format_error: str = field(default="terminate", metadata={"help": "what a malformed answer does in training: 'terminate' or 'retry'"})
     train_seeds: int = field(default=10_000, metadata={"help": "env seeds 0..N-1 form the training dataset"})
@@ -157,12 +161,21 @@ def parse_args(argv: list[str] | None = None) -> tuple[ScriptArgs, Any]:
     return script, config
 
 
-def play_baseline(env_id: str, seeds: list[int], kind: str) -> dict[str, float]:
-    """The env's random policy or its oracle on ``seeds``."""
+def play_baseline(env_id: str, seeds: list[int], kind: str) -> dict[str, float] | None:
+    """The env's random policy or its oracle on ``seeds``; ``None`` when the env has none."""
     from gem_core.envs.games.oracles import oracle_for
 
     env = gem_core.make(env_id)
-    choose = (lambda e: e.unwrapped.sample_random_action()) if kind == "random" else oracle_for(env)
+    try:
+        if kind == "random":
+            env.reset(seed=seeds[0])
+            env.unwrapped.sample_random_action()
+            choose = lambda e: e.unwrapped.sample_random_action()  # noqa: E731
+        else:
+            choose = oracle_for(env)
+    except (NotImplementedError, KeyError):
+        env.close()
+        return None
     wins, turns, returns, solved = 0, 0, 0.0, []
     for seed in seeds:
         env.reset(seed=seed)
@@ -210,14 +223,17 @@ def plot_learning_curve(path: Path, history: list[dict[str, Any]], evals: list[d
     ax1.plot(steps, [h["gem/success_rate"] for h in history], lw=1, label="training batch (sampled)")
     if evals:
         ax1.plot([e["step"] for e in evals], [e["success_rate"] for e in evals], "o-", color="red", label="held-out, greedy")
-    ax1.axhline(results["random"]["success_rate"], color="gray", ls="--", label="random policy")
-    ax1.axhline(results["oracle"]["success_rate"], color="green", ls=":", label="oracle (binary search)")
+    if results.get("random"):
+        ax1.axhline(results["random"]["success_rate"], color="gray", ls="--", label="random policy")
+    if results.get("oracle"):
+        ax1.axhline(results["oracle"]["success_rate"], color="green", ls=":", label="oracle")
     ax1.set(xlabel="TRL step", ylabel="success rate", ylim=(-0.02, 1.02))
     ax1.set_title(title, fontsize=10)
     ax1.legend(loc="lower right", fontsize=8)
     ax2.plot(steps, [h["gem/mean_turns"] for h in history], lw=1, label="mean turns (training)")
     ax2.plot(steps, [h.get("entropy", float("nan")) for h in history], lw=1, label="entropy / token")
-    ax2.axhline(results["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
+    if results.get("oracle"):
+        ax2.axhline(results["oracle"]["mean_turns"], color="green", ls=":", label="oracle mean turns")
     ax2.set(xlabel="TRL step")
     ax2.legend(fontsize=8)
     fig.tight_layout()
@@ -249,15 +265,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t_start = time.perf_counter()
 
     # ---- Env, model, formatter ----------------------------------------------------------
-    wrappers = HISTORY_WRAPPERS[script.history]
-    config.env_kwargs = {**(config.env_kwargs or {}), "format_error": script.format_error, "wrappers": wrappers}
-    eval_kwargs = {"wrappers": wrappers}
-    probe = gem_core.make(script.env_id)
+    # Your env modules (imported here; accelerate's other processes inherit the variables).
+    from gem_core.rl.recipe_cli import use_recipe_env_modules
+
+    use_recipe_env_modules(script.env_module, flag="--env_module")
+    wrappers = HISTORY_WRAPPERS[script.history]  # each falls back to the env's own observation
+    try:
+        probe = gem_core.make(script.env_id)
+    except gem_core.errors.Error as exc:
+        raise SystemExit(f"--env_id {script.env_id}: {exc}") from None
     probe.reset(seed=0)
     lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
     probe.close()
-    if not (isinstance(lo, int) and isinstance(hi, int)):
-        raise SystemExit(f"--env_id {script.env_id}: expected a GuessTheNumber env with a number range")
+    guess = isinstance(lo, int) and isinstance(hi, int)  # GuessTheNumber: the format warm-up applies
+    extra: dict[str, Any] = {}
+    try:  # --format_error for the envs that take it
+        gem_core.make(script.env_id, format_error=script.format_error).close()
+        extra["format_error"] = script.format_error
+    except gem_core.errors.InvalidKwarg:
+        pass
+    config.env_kwargs = {**(config.env_kwargs or {}), **extra, "wrappers": wrappers}
+    eval_kwargs = {"wrappers": wrappers}
     path = script.model
     if path == "tiny":
         path = str(build_tiny_model(hidden=script.hidden, layers=script.layers, heads=script.heads, init_std=script.init_std, seed=config.seed))
@@ -293,14 +321,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "oracle": play_baseline(script.env_id, eval_seeds, "oracle"),
         "untrained": evaluate(model),
     }
+    results = {k: v for k, v in results.items() if v is not None}  # an env without an oracle / random policy
     print(
-        f"held-out success: untrained {results['untrained']['success_rate']:.2f}, random policy "
-        f"{results['random']['success_rate']:.2f}, oracle {results['oracle']['success_rate']:.2f}",
-        flush=True,
+        "held-out success: " + ", ".join(f"{k} {v['success_rate']:.2f}" for k, v in results.items()), flush=True
     )
 
     # ---- Warm-up: supervised steps on random well-formed answers (format only) ----------
-    if script.format_warmup_steps > 0:
+    if script.format_warmup_steps > 0 and not guess:
+        print(f"no format warm-up: {script.env_id} is not a GuessTheNumber env (its answer format is its own)")
+    if script.format_warmup_steps > 0 and guess:
         rng = random.Random(config.seed)
         random_answers = TextPolicy(tokenizer, lambda _prompt: f"\\boxed{{{rng.randint(lo, hi)}}}")
         warm_seeds = [rng.randrange(script.train_seeds) for _ in range(script.warmup_episodes)]

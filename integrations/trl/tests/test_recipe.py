@@ -44,3 +44,23 @@ def test_the_tiny_recipe_trains_and_writes_its_summary(tmp_path) -> None:
 def test_a_bad_history_is_refused(tmp_path) -> None:
     out = _run("--history", "none", "--output_dir", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 2 and "--history must be one of summary, interval, chat, got 'none'" in out.stderr
+
+
+def test_the_recipe_trains_on_any_env_including_a_users_own(tmp_path) -> None:
+    """--env_id of an env that is not GuessTheNumber (here a user's own, a module on no path,
+    named with --env_module): no warm-up, no oracle, TRL's train() runs and the summary is written."""
+    from gem_core.testing.user_env import write_user_env_module
+
+    mod = write_user_env_module(tmp_path / "user_code")
+    common = ("--model", "tiny", "--output_dir", str(tmp_path), "--max_steps", "1", "--per_device_train_batch_size", "4",
+              "--num_generations", "2", "--eval_episodes", "2", "--train_seeds", "4", "--threads", "1",
+              "--disable_tqdm", "true", "--env_id", mod.env_id, "--truncated_response", "pass")
+    out = _run(*common, "--run_name", "unknown", cwd=tmp_path)
+    assert out.returncode != 0 and f"no env registered with id '{mod.env_id}'" in out.stderr + out.stdout
+    out = _run(*common, "--run_name", "mine", "--env_module", str(mod.path), cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "mine" / "summary.json").read_text())
+    assert summary["steps"] == 1 and set(summary["eval"]) == {"untrained", "trained"}
+    assert "no format warm-up" in out.stdout
+    # Every episode plays the env's three turns (any action): its returns are the env's.
+    assert summary["eval"]["trained"]["mean_return"] == 6.0 and summary["eval"]["trained"]["mean_turns"] == 3.0
