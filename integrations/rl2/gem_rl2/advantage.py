@@ -127,5 +127,28 @@ def install() -> Callable[..., Any]:
     """
     from RL2.trainer import ppo
 
+    check_rl2_hook(getattr(ppo, "compute_advantages", None))
     ppo.compute_advantages = wrap_compute_advantages(ppo.compute_advantages)
     return ppo.compute_advantages
+
+
+#: The RL2 releases gem-rl2 is tested with, and the parameters of their ``compute_advantages``.
+RL2_TESTED = {"rl-square 0.0.2": ("config", "raw_tensor_dict", "cu_seqs", "step"),
+              "RL2 HEAD 9161ede": ("config", "tensor_dict", "cu_seqs", "step")}
+
+
+def check_rl2_hook(fn: Callable[..., Any] | None) -> None:
+    """Raise ImportError, naming the change, unless ``RL2.trainer.ppo.compute_advantages``
+    (the module global gem-rl2 wraps) has the parameters of a tested RL2."""
+    from gem_core.rl.versions import check_hook
+
+    if getattr(fn, "__gem_rebn__", False):
+        fn = getattr(fn, "__wrapped__", fn)
+    errors = []
+    for tested, params in RL2_TESTED.items():
+        try:
+            check_hook("gem-rl2", "RL2", "RL2.trainer.ppo.compute_advantages", fn, params, tested=tested)
+            return
+        except ImportError as exc:
+            errors.append(str(exc))
+    raise ImportError(errors[-1])

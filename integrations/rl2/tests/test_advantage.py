@@ -56,3 +56,18 @@ def test_wrapper_delegates_other_estimators_and_is_idempotent():
     assert wrap_compute_advantages(wrapped) is wrapped
     wrapped({"estimator": "gae", "gamma": 1.0}, {}, None, 3)
     assert calls == [("gae", 3)]
+
+
+def test_the_wrapped_global_is_checked_with_a_named_message():
+    """gem-rl2 wraps RL2.trainer.ppo.compute_advantages (a module global); the installed RL2's
+    passes the check, and a changed signature is named with the tested releases."""
+    from gem_rl2.advantage import check_rl2_hook, install
+
+    install()  # the installed RL2 (rl-square 0.0.2, or HEAD with GEM_RL2_SRC) passes
+    install()  # idempotent, and the wrapped function is checked through its __wrapped__
+
+    def changed(config, batch, step):
+        return None
+
+    with pytest.raises(ImportError, match=r"RL2 changed RL2.trainer.ppo.compute_advantages: .*tested with RL2 HEAD 9161ede"):
+        check_rl2_hook(changed)

@@ -39,11 +39,28 @@ from roll.pipeline.agentic.agentic_pipeline import AgenticPipeline
 from gem_core.errors import InvalidArgument
 from gem_roll.normalize import DEFAULT_EPS, normalize_returns
 
-__all__ = ["GemAgenticPipeline", "population_std_reward_norm", "exact_reward_norm", "PAD_KEY"]
+__all__ = ["GemAgenticPipeline", "population_std_reward_norm", "exact_reward_norm", "PAD_KEY", "check_roll_hooks", "ROLL_TESTED"]
 
 PAD_KEY = "gem_pad"
 """The ``non_tensor_batch`` key marking the samples `GemAgenticPipeline.adjust_batch` added."""
 
+ROLL_TESTED = "8eb27cc (setup.py roll 0.3.0)"
+"""The ROLL commit gem-roll is tested with."""
+
+
+def check_roll_hooks() -> None:
+    """Raise ImportError, naming the change, when a ROLL function gem-roll hooks changed."""
+    from gem_core.rl.versions import check_hook
+
+    check_hook("gem-roll", "ROLL", "roll.pipeline.agentic.utils.agentic_reward_norm",
+               getattr(_roll_utils, "agentic_reward_norm", None), ("batch", "reward_normalization"), tested=ROLL_TESTED)
+    check_hook("gem-roll", "ROLL", "AgenticPipeline.adjust_batch", getattr(AgenticPipeline, "adjust_batch", None),
+               ("self", "data", "mode"), tested=ROLL_TESTED)
+    check_hook("gem-roll", "ROLL", "AgenticPipeline.run", getattr(AgenticPipeline, "run", None), ("self",),
+               tested=ROLL_TESTED)
+
+
+check_roll_hooks()
 _NATIVE = _roll_utils.agentic_reward_norm
 _PATCH_LOCK = threading.RLock()
 

@@ -235,3 +235,14 @@ def test_a_users_env_module_reaches_an_env_worker_process(harness, tmp_path):
                          env={**base, "GEM_ENV_MODULES": str(mod.path)}, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == str(list(USER_ENV_REWARDS))
+
+
+def test_the_hooks_are_checked_with_a_named_message(harness, monkeypatch):
+    """gem-roll checks the ROLL functions it hooks at import; a changed one is named."""
+    from gem_roll import pipeline
+    from roll.pipeline.agentic import utils as roll_utils
+
+    pipeline.check_roll_hooks()  # ROLL at the tested commit
+    monkeypatch.setattr(roll_utils, "agentic_reward_norm", lambda data, config: data)
+    with pytest.raises(ImportError, match=r"ROLL changed roll.pipeline.agentic.utils.agentic_reward_norm: .*tested with 8eb27cc"):
+        pipeline.check_roll_hooks()
