@@ -1,4 +1,6 @@
-# Launch on one GPU node (Python 3.10, `pip install gem-oat` pulls oat-llm 0.2.4 with vLLM 0.8.4):
+# Launch on one GPU node, Python 3.10 (from the clone; oat-llm 0.2.4 brings vLLM 0.8.4 and its torch):
+#
+#     pip install -e . -e integrations/oat && pip install openai dm-tree
 #
 #     python recipes/oat_rebn.py --pretrain Qwen/Qwen3-1.7B-Base --gpus 8 --collocate \
 #         --env_ids game:GuessTheNumber-v0-easy --max_turns 4 \
@@ -35,24 +37,63 @@ Everything is checked before any GPU work (`gem_oat.validate_args` makes every e
 from __future__ import annotations
 
 import logging
+import sys
+from pathlib import Path
+
+
+def gem_options_help(reason: str) -> str:
+    """GemArgs' own options with their docs, read from gem_oat/args.py's source (oat's
+    ``PPOArgs``, their base, cannot be imported without oat's runtime)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("gem_oat")
+    if spec is None or not spec.submodule_search_locations:
+        return f"gem-oat is not installed ({reason}): pip install -e integrations/oat"
+    source = Path(list(spec.submodule_search_locations)[0], "args.py").read_text()
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "GemArgs")
+    lines = [(__doc__ or "").split("\n\n")[0], "",
+             f"oat's own options (every PPOArgs field) need oat's runtime to list ({reason}); gem-oat's:"]
+    body = cls.body
+    for node, nxt in zip(body, body[1:], strict=False):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
+                and isinstance(nxt.value, ast.Constant):
+            lines.append(f"  --{node.target.id} {ast.unparse(node.annotation)}: {' '.join(str(nxt.value.value).split())}")
+    return "\n".join(lines)
 
 
 def main() -> None:
-    import launchpad as lp
-    from gem_oat import GemActor, GemArgs, GemLearner, check_oat_version, validate_args
-    from oat.args import default_args_validation, get_default_args
-    from oat.interface import get_program
+    try:
+        from gem_oat import GemArgs, check_oat_version, validate_args
+        from oat.args import default_args_validation, get_default_args
+    except ImportError as exc:  # oat imports launchpad and vLLM at import
+        if any(a in ("-h", "--help") for a in sys.argv[1:]):
+            print(gem_options_help(str(exc)))
+            raise SystemExit(0) from None
+        raise SystemExit(
+            f"oat_rebn.py: oat cannot be imported ({exc}); on a Python 3.10 GPU machine install its "
+            "runtime as integrations/oat/README.md (Install) says"
+        ) from None
 
-    # ---- prologue: arguments, checks (no GPU touched yet) ----------------------------
+    # ---- prologue: arguments, checks (no GPU touched yet; --help needs no launchpad) -----
     check_oat_version()
     args: GemArgs = get_default_args(GemArgs)
     args.algo = "PPO"
-    validate_args(args)  # env ids, kwargs, wrappers (each env made once), oat's multi-turn limits
+    validate_args(args)  # env modules, env ids, kwargs, wrappers (each env made once), oat's limits
     args = default_args_validation(args)
     logging.getLogger().setLevel(logging.INFO)
     logging.info("gem-oat: envs %s (weights %s), gamma %s", args.env_ids, args.env_weights or "uniform", args.gamma)
 
     # ---- the oat program: actors play GEM envs, learners run oat's ReBN PPO -----------
+    try:  # the runtime: launchpad and vLLM (oat's actors import it), GPU machines only
+        import launchpad as lp
+        from gem_oat import GemActor, GemLearner
+        from oat.interface import get_program
+    except ImportError as exc:
+        raise SystemExit(
+            f"oat_rebn.py: launching needs oat's runtime ({exc}); on a Python 3.10 GPU machine "
+            "install it as integrations/oat/README.md (Install) says"
+        ) from None
     program, local_resources = get_program(args, learner_cls=GemLearner, actor_cls=GemActor)
     lp.launch(program, launch_type=args.launch_type, local_resources=local_resources, terminal="current_terminal")
 

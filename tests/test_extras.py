@@ -149,3 +149,17 @@ def test_every_extras_packages_import_side_by_side():
     assert proc.returncode == 0, proc.stderr[-3000:]
     bad = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not bad, "\n".join(f"{modules[m]}: import {m}: {e}" for m, e in bad.items())
+
+
+def test_runtime_extras_take_ranges_not_exact_pins():
+    """A user's own torch (a GPU build, a trainer's pin) must be able to satisfy gem-core: exact
+    pins live in integrations/constraints.txt (what the test venvs install with), not in the
+    runtime extras."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pinned = [f"gem-core[{e}]: {r}" for e in RUNTIME_EXTRAS for r in extras[e] if "==" in r or "===" in r]
+    assert not pinned, f"exact pins in runtime extras: {pinned}"
+    constraints = (REPO / "integrations" / "constraints.txt").read_text()
+    assert re.search(r"^torch==", constraints, re.M), "the test venvs' CPU torch pin moved"
+    assert "-c integrations/constraints.txt" in (REPO / "Makefile").read_text()

@@ -46,3 +46,27 @@ def test_the_recipe_refuses_a_bad_env_id_before_launching(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["oat_rebn.py", "--env_ids", "game:NoSuchGame-v0"])
     with pytest.raises(InvalidArgument, match="--env_ids 'game:NoSuchGame-v0'"):
         runpy.run_path(str(RECIPE), run_name="__main__")
+
+
+def test_help_and_checks_need_no_launchpad(tmp_path):
+    """Where launchpad is missing (no wheel beyond cp310; oat imports it at import) --help lists
+    gem-oat's options and says why oat's are missing, and a launch stops with the install hint
+    (vLLM: the tests' import-only stand-in)."""
+    import os
+    import subprocess
+    import sys
+
+    stubs = Path(__file__).resolve().parent / "stubs"
+    only_vllm = tmp_path / "stubs"
+    only_vllm.mkdir()
+    (only_vllm / "vllm").symlink_to(stubs / "vllm", target_is_directory=True)
+    (only_vllm / "_gem_oat_stand_in.py").symlink_to(stubs / "_gem_oat_stand_in.py")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(only_vllm), os.environ.get("PYTHONPATH", "")])}
+    probe = subprocess.run([sys.executable, "-c", "import launchpad"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0, "launchpad should be missing here"
+    out = subprocess.run([sys.executable, str(RECIPE), "--help"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "--env_modules" in out.stdout and "--env_ids" in out.stdout and "No module named 'launchpad'" in out.stdout
+    out = subprocess.run([sys.executable, str(RECIPE), "--env_ids", "toy:Echo-v0"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode != 0 and "oat cannot be imported" in out.stderr and "No module named 'launchpad'" in out.stderr
