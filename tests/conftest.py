@@ -21,12 +21,20 @@ def user_module(tmp_path, monkeypatch):
     from gem_core import env_modules
     from gem_core.testing.user_env import write_user_env_module
 
+    import os
+
     mod = write_user_env_module(tmp_path / "user_code")
-    for var in (env_modules.ENV_MODULES_VAR, "PYTHONPATH"):
-        monkeypatch.delenv(var, raising=False)
+    saved_env = {k: os.environ.get(k) for k in (env_modules.ENV_MODULES_VAR, "PYTHONPATH")}
+    for var in saved_env:
+        os.environ.pop(var, None)
     monkeypatch.setattr(env_modules, "_imported", {})
     saved_path = list(sys.path)
     yield mod.folder, mod.name, mod.env_id
+    for var, value in saved_env.items():  # use_env_modules sets them: never leak to later tests
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
     sys.path[:] = saved_path
     sys.modules.pop(mod.name, None)
     dict.pop(gem_core.registry, mod.env_id, None)

@@ -10,7 +10,7 @@ import pytest
 
 import gem_core
 import gem_core.rl as rl
-from gem_core.errors import InvalidArgument, InvalidRow, PlayRowError
+from gem_core.errors import InvalidArgument, InvalidRow, NameNotFound, PlayRowError
 from gem_core.rl.budget import BudgetedPolicy
 from gem_core.rl.play import play_row, row_value
 
@@ -83,9 +83,12 @@ def test_a_bad_row_is_an_invalid_row(tokenizer):
 
 
 def test_make_failure_and_failed_episode_are_play_row_errors(tokenizer):
-    with pytest.raises(PlayRowError, match="could not make toy:Nope-v0") as info:
+    with pytest.raises(PlayRowError, match="could not make toy:Echo-v0.*InvalidKwarg") as info:
+        _play(tokenizer, {"env_id": "toy:Echo-v0", "seed": 0}, env_kwargs={"no_such_kwarg": 1})
+    assert info.value.env_id == "toy:Echo-v0" and not isinstance(info.value, InvalidRow)
+    # An id unknown in this process is a deployment error, not a failed row: it is raised as is.
+    with pytest.raises(NameNotFound, match="no env registered with id 'toy:Nope-v0'.*Looked up in pid"):
         _play(tokenizer, {"env_id": "toy:Nope-v0", "seed": 0})
-    assert info.value.env_id == "toy:Nope-v0" and not isinstance(info.value, InvalidRow)
     formatter = rl.ChatFormatter(tokenizer)
     policy = BudgetedPolicy(_raise, formatter, prompt_length=4, response_length=64, prompt_length_key="p.len")
     with pytest.raises(PlayRowError, match=r"episode of toy:Echo-v0 \(seed 2\) failed: policy: InvalidArgument: .*more than p.len=4") as info:

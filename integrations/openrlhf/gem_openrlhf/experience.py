@@ -33,10 +33,23 @@ from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 from gem_core.errors import InvalidArgument
 from gem_openrlhf.agent import ERROR_FLAG, TOKEN_REWARDS
 
-__all__ = ["REBN_EPS", "GemExperienceMaker", "GemSamplesGenerator", "rebn_advantages"]
+__all__ = ["REBN_EPS", "GemExperienceMaker", "GemSamplesGenerator", "rebn_advantages", "check_openrlhf_hooks"]
 
 #: The std offset of the normalisation (gem_core.rl's default for ReBN).
 REBN_EPS = 1e-8
+
+
+def check_openrlhf_hooks() -> None:
+    """Raise ImportError, naming the change, when an OpenRLHF method gem-openrlhf overrides changed."""
+    from gem_core.rl.versions import check_hook
+    from gem_openrlhf._version import OPENRLHF_MIN
+
+    check_hook("gem-openrlhf", "OpenRLHF", "SamplesGenerator._process_response_into_experience",
+               getattr(SamplesGenerator, "_process_response_into_experience", None), ("self", "response"),
+               tested=f"openrlhf {OPENRLHF_MIN}")
+
+
+check_openrlhf_hooks()
 
 
 class GemSamplesGenerator(SamplesGenerator):

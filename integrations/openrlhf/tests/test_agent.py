@@ -139,3 +139,13 @@ def test_n_samples_per_prompt_plays_the_labelled_episode_each_time():
     assert len(responses) == 3
     assert len({tuple(r["observation_tokens"]) for r in responses}) == 1  # same seed, scripted policy
     assert all(len(r[TOKEN_REWARDS]) == len(r["observation_tokens"]) for r in responses)
+
+
+def test_the_overridden_openrlhf_method_is_checked_with_a_named_message(monkeypatch):
+    """gem-openrlhf overrides SamplesGenerator._process_response_into_experience; a changed signature is named."""
+    from gem_openrlhf import experience
+
+    experience.check_openrlhf_hooks()  # the installed OpenRLHF
+    monkeypatch.setattr(experience.SamplesGenerator, "_process_response_into_experience", lambda self, out: None)
+    with pytest.raises(ImportError, match=r"OpenRLHF changed SamplesGenerator._process_response_into_experience: .*openrlhf 0.11.2"):
+        experience.check_openrlhf_hooks()

@@ -60,8 +60,9 @@ def test_a_users_env_module_is_checked_and_passed_to_the_ranks(tmp_path, monkeyp
     import gem_core
     from gem_core.rl.recipe_cli import use_recipe_env_modules
 
-    for var in ("GEM_ENV_MODULES", "PYTHONPATH"):
-        monkeypatch.delenv(var, raising=False)
+    for var in ("GEM_ENV_MODULES", "PYTHONPATH"):  # set, then removed: monkeypatch restores them after
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     monkeypatch.setattr(sys, "path", list(sys.path))
     use_recipe_env_modules([str(mod.path)])
     rank_env = {**os.environ, "RANK": "1"}

@@ -41,9 +41,22 @@ from gem_core.rl import token_advantages
 from gem_trl._version import check_trl_version
 from gem_trl.rollout import GemRollout
 
-__all__ = ["GemGRPOConfig", "GemGRPOTrainer", "gem_episode_return", "check_rollout_output"]
+__all__ = ["GemGRPOConfig", "GemGRPOTrainer", "gem_episode_return", "check_rollout_output", "check_trl_hooks"]
 
 check_trl_version()
+
+
+def check_trl_hooks() -> None:
+    """Raise ImportError, naming the change, when the TRL method gem-trl overrides changed."""
+    from gem_core.rl.versions import check_hook
+    from gem_trl._version import TRL_MIN
+
+    check_hook("gem-trl", "TRL", "GRPOTrainer._generate_and_score_completions",
+               getattr(GRPOTrainer, "_generate_and_score_completions", None), ("self", "inputs"),
+               tested=f"trl {TRL_MIN}.x")
+
+
+check_trl_hooks()
 
 
 @dataclass

@@ -108,3 +108,15 @@ def test_gem_rollout_under_a_plain_grpo_trainer_says_what_to_use(tmp_path) -> No
 
 def test_env_kwargs_from_the_command_line_are_json(tmp_path) -> None:
     assert make_config(tmp_path, env_kwargs='{"max_turns": 3}').env_kwargs == {"max_turns": 3}
+
+
+def test_the_overridden_trl_method_is_checked_with_a_named_message(monkeypatch):
+    """gem-trl overrides GRPOTrainer._generate_and_score_completions; a changed signature is named."""
+    from trl import GRPOTrainer
+
+    from gem_trl.trainer import check_trl_hooks
+
+    check_trl_hooks()  # the installed TRL
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", lambda self, batch, extra: None)
+    with pytest.raises(ImportError, match=r"TRL changed GRPOTrainer._generate_and_score_completions: .*tested with trl 1.16.x"):
+        check_trl_hooks()
