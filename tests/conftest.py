@@ -17,11 +17,11 @@ import pytest  # noqa: E402
 def user_module(tmp_path, monkeypatch):
     """A user's env module in a folder on no path (`gem_core.testing.user_env`):
     ``(folder, module name, env id)``. The process's env-module state is restored after."""
+    import os
+
     import gem_core
     from gem_core import env_modules
     from gem_core.testing.user_env import write_user_env_module
-
-    import os
 
     mod = write_user_env_module(tmp_path / "user_code")
     saved_env = {k: os.environ.get(k) for k in (env_modules.ENV_MODULES_VAR, "PYTHONPATH")}

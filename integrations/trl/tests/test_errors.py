@@ -112,9 +112,8 @@ def test_env_kwargs_from_the_command_line_are_json(tmp_path) -> None:
 
 def test_the_overridden_trl_method_is_checked_with_a_named_message(monkeypatch):
     """gem-trl overrides GRPOTrainer._generate_and_score_completions; a changed signature is named."""
-    from trl import GRPOTrainer
-
     from gem_trl.trainer import check_trl_hooks
+    from trl import GRPOTrainer
 
     check_trl_hooks()  # the installed TRL
     monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", lambda self, batch, extra: None)
