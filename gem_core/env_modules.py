@@ -20,7 +20,6 @@ Every adapter's recipe takes ``--env-module MOD`` (repeatable) and calls `use_en
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 import sysconfig
@@ -90,9 +89,7 @@ def import_from_environ() -> None:
             continue
         try:
             _import(entry)
-        except BaseException as exc:  # noqa: BLE001 - reported, and named on a failed lookup
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
+        except Exception as exc:  # noqa: BLE001 - reported, and named on a failed lookup
             _imported[entry] = f"{type(exc).__name__}: {exc}"
             warnings.warn(
                 f"gem_core: {ENV_MODULES_VAR} names {entry!r}, which cannot be imported in this "

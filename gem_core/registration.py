@@ -321,17 +321,17 @@ def _check_registered_id(env_id: Any) -> None:
 def load_plugins() -> None:
     """Import every ``gem_core.envs`` entry point, then the modules ``GEM_ENV_MODULES``
     names (`gem_core.env_modules`); a broken one is skipped with a warning."""
-    from importlib.metadata import entry_points
-
     from gem_core.env_modules import import_from_environ
 
     try:
-        _load_entry_points(entry_points)
+        _load_entry_points()
     finally:
         import_from_environ()
 
 
-def _load_entry_points(entry_points: Callable[..., Any]) -> None:
+def _load_entry_points() -> None:
+    from importlib.metadata import entry_points
+
     try:
         eps = entry_points(group=PLUGIN_GROUP)
     except Exception as e:  # pragma: no cover - broken metadata on the machine
