@@ -157,3 +157,23 @@ def test_concurrent_first_lookups_wait_for_the_modules(user_module, tmp_path):
                           timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['Turn 0. Say anything.']"
+
+
+def test_an_installed_entry_point_package_reaches_a_child_with_no_option(tmp_path):
+    """The recommended way: the user's env as an installed distribution (a ``gem_core.envs``
+    entry point in its ``.dist-info``). A fresh interpreter whose path holds it (as a venv's
+    site-packages holds what ``pip install`` put there) finds the env with no env-module
+    option; without it on the path, the same lookup gives the clear error."""
+    from gem_core.testing.user_env import USER_ENV_REWARDS, write_user_env_package
+
+    pkg = write_user_env_package(tmp_path / "site")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _base_env()
+    assert "GEM_ENV_MODULES" not in env
+    proc = _child(pkg.env_id, elsewhere, env)
+    assert proc.returncode != 0 and f"no env registered with id {pkg.env_id!r}" in proc.stderr
+    env["PYTHONPATH"] += os.pathsep + str(pkg.folder)
+    proc = _child(pkg.env_id, elsewhere, env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == list(USER_ENV_REWARDS)

@@ -4,7 +4,10 @@
 per-turn rewards (turn ``t`` pays ``t``, three turns, any action) under a fresh id; adapter
 tests name it through ``--env-module`` / `gem_core.use_env_modules` and check that the
 trainer's worker processes can play it, and that a registration in the driver alone gives
-the lookup's clear error there.
+the lookup's clear error there. `write_user_env_package` writes the same module as an
+installed distribution (a ``.dist-info`` with a ``gem_core.envs`` entry point, what ``pip
+install`` of a user's package leaves), the recommended way: any process whose path holds
+the folder finds the env through the entry point, with no env-module option.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["UserEnvModule", "write_user_env_module", "USER_ENV_REWARDS"]
+__all__ = ["UserEnvModule", "write_user_env_module", "write_user_env_package", "USER_ENV_REWARDS"]
 
 USER_ENV_REWARDS = (1.0, 2.0, 3.0)
 """The per-turn rewards of every episode of the written env."""
@@ -39,8 +42,12 @@ _SOURCE = textwrap.dedent(
             return f"Turn {{self.t}}. Say anything.", float(self.t), done, False, {{"success": done}}
 
 
-    if {env_id!r} not in gem_core.registry:
-        gem_core.register({env_id!r}, TurnBonus, max_turns=5)
+    def register_envs():
+        if {env_id!r} not in dict.keys(gem_core.registry):
+            gem_core.register({env_id!r}, TurnBonus, max_turns=5)
+
+
+    register_envs()
     '''
 )
 
@@ -73,3 +80,18 @@ def write_user_env_module(folder: str | os.PathLike[str]) -> UserEnvModule:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.py").write_text(_SOURCE.format(env_id=env_id))
     return UserEnvModule(folder, name, env_id)
+
+
+def write_user_env_package(folder: str | os.PathLike[str]) -> UserEnvModule:
+    """Write the module into ``folder`` as an installed distribution: the module and a
+    ``<name>-0.1.dist-info`` (``METADATA``, ``RECORD`` and an ``entry_points.txt`` naming its
+    ``register_envs`` in the ``gem_core.envs`` group), as ``pip install --target folder`` of a
+    user's package would leave it. With ``folder`` on a process's path, `gem_core.make` of the
+    env id loads it through the entry point."""
+    mod = write_user_env_module(folder)
+    info = mod.folder / f"{mod.name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod.name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[gem_core.envs]\n{mod.name} = {mod.name}:register_envs\n")
+    (info / "RECORD").write_text(f"{mod.name}.py,,\n{info.name}/METADATA,,\n{info.name}/entry_points.txt,,\n")
+    return mod

@@ -142,24 +142,38 @@ def test_agent_loop_manager_tq_to_advantages(ray_cluster, tiny_model_path, refer
         tq.close()
 
 
-# Quiet: ~40 s; the limits as above.
+# Quiet: ~40 s each; the limits as above.
 @pytest.mark.timeout(1200)
-def test_a_users_env_module_reaches_the_agent_loop_workers(tmp_path_factory, tiny_model_path):
-    """A user's env in a module on no path, named the way ``recipes/verl_rebn.py --env-module``
-    names it (`gem_core.use_env_modules`, the variables in Ray's runtime_env), is played by
-    verl's real AgentLoopWorkerTQ actor: every row finishes with the env's per-turn rewards."""
+@pytest.mark.parametrize("route", ["env-module", "entry-point"])
+def test_a_users_env_reaches_the_agent_loop_workers(tmp_path_factory, tiny_model_path, route):
+    """A user's env is played by verl's real AgentLoopWorkerTQ actor, every row finishing
+    with the env's per-turn rewards, by either route: a module on no path named the way
+    ``recipes/verl_rebn.py --env-module`` names it (`gem_core.use_env_modules`, the variables
+    in Ray's runtime_env), or an installed distribution with a ``gem_core.envs`` entry point
+    on the workers' path (no env-module option; the driver never imports it)."""
     import sys
 
     import transfer_queue as tq
 
     import gem_core
-    from gem_core.testing.user_env import USER_ENV_REWARDS, write_user_env_module
+    from gem_core.testing.user_env import (
+        USER_ENV_REWARDS,
+        write_user_env_module,
+        write_user_env_package,
+    )
 
-    mod = write_user_env_module(tmp_path_factory.mktemp("user_code"))
+    folder = tmp_path_factory.mktemp("user_code")
     saved = {k: os.environ.get(k) for k in ("GEM_ENV_MODULES", "PYTHONPATH")}
     saved_path = list(sys.path)
     try:
-        carried = gem_core.use_env_modules([str(mod.path)])
+        if route == "env-module":
+            mod = write_user_env_module(folder)
+            carried = gem_core.use_env_modules([str(mod.path)])
+        else:  # what `pip install` of the user's package into the workers' venv gives them
+            mod = write_user_env_package(folder)
+            path = [str(folder), *filter(None, [os.environ.get("PYTHONPATH")])]
+            carried = {"PYTHONPATH": os.pathsep.join(path)}
+            assert mod.env_id not in dict.keys(gem_core.registry)
         _ray_init(str(tmp_path_factory.mktemp("ray")), carried)
         config = _tq_config(tiny_model_path)
         tq.init(config.transfer_queue)
