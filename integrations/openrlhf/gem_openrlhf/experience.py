@@ -44,9 +44,18 @@ def check_openrlhf_hooks() -> None:
     from gem_core.rl.versions import check_hook
     from gem_openrlhf._version import OPENRLHF_MIN
 
+    tested = f"openrlhf {OPENRLHF_MIN}"
     check_hook("gem-openrlhf", "OpenRLHF", "SamplesGenerator._process_response_into_experience",
                getattr(SamplesGenerator, "_process_response_into_experience", None), ("self", "response"),
-               tested=f"openrlhf {OPENRLHF_MIN}")
+               tested=tested)
+    # gem_openrlhf.trainer.install_gem_pipeline rebuilds both from a built trainer's: keywords ...
+    check_hook("gem-openrlhf", "OpenRLHF", "SamplesGenerator.__init__", SamplesGenerator.__init__,
+               ("self", "strategy", "prompts_dataloader", "eval_dataloader", "tokenizer", "vllm_engines"),
+               tested=tested)
+    # ... and positions.
+    check_hook("gem-openrlhf", "OpenRLHF", "RemoteExperienceMaker.__init__", RemoteExperienceMaker.__init__,
+               ("self", "actor_model_group", "critic_model_group", "reward_model_group", "initial_model_group",
+                "kl_controller", "strategy", "tokenizer"), tested=tested)
 
 
 check_openrlhf_hooks()

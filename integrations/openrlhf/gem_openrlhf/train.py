@@ -91,12 +91,34 @@ class _Parsed(Exception):
     pass
 
 
+def check_trainer_swap() -> None:
+    """Raise ImportError, naming the change, unless OpenRLHF's ``train()`` still imports
+    ``PPOTrainer`` from ``openrlhf.trainer.ppo_trainer`` when it runs (what lets `install`
+    swap the class): bound at the CLI module's import instead, the swap would be silently
+    ignored and OpenRLHF's own advantages would train."""
+    import importlib
+
+    from gem_openrlhf._version import OPENRLHF_MIN
+
+    cli = importlib.import_module(OPENRLHF_CLI)
+    train = getattr(cli, "train", None)
+    names = getattr(getattr(train, "__code__", None), "co_names", ())
+    if "PPOTrainer" in vars(cli) or "openrlhf.trainer.ppo_trainer" not in names or "PPOTrainer" not in names:
+        raise ImportError(
+            f"OpenRLHF changed {OPENRLHF_CLI}.train: it no longer imports PPOTrainer from "
+            "openrlhf.trainer.ppo_trainer inside the function, so gem-openrlhf's trainer swap would not "
+            f"reach it (tested with openrlhf {OPENRLHF_MIN}); use the tested OpenRLHF or an updated gem-openrlhf"
+        )
+
+
 def install() -> Any:
-    """Install `gem_openrlhf.trainer.GemPPOTrainer` as ``openrlhf.trainer.ppo_trainer.PPOTrainer``."""
+    """Install `gem_openrlhf.trainer.GemPPOTrainer` as ``openrlhf.trainer.ppo_trainer.PPOTrainer``
+    (after `check_trainer_swap`)."""
     import openrlhf.trainer.ppo_trainer as ppo_trainer
 
     from gem_openrlhf.trainer import GemPPOTrainer
 
+    check_trainer_swap()
     ppo_trainer.PPOTrainer = GemPPOTrainer
     return GemPPOTrainer
 

@@ -149,3 +149,37 @@ def test_the_overridden_openrlhf_method_is_checked_with_a_named_message(monkeypa
     monkeypatch.setattr(experience.SamplesGenerator, "_process_response_into_experience", lambda self, out: None)
     with pytest.raises(ImportError, match=r"OpenRLHF changed SamplesGenerator._process_response_into_experience: .*openrlhf 0.11.2"):
         experience.check_openrlhf_hooks()
+
+
+@pytest.mark.parametrize(
+    ("hook", "changed"),
+    [
+        ("SamplesGenerator.__init__", lambda self, strategy, dataloader, *a: None),
+        ("RemoteExperienceMaker.__init__", lambda self, actor_model_group, critic_model_group, strategy, *a: None),
+    ],
+)
+def test_the_constructors_gem_openrlhf_rebuilds_are_checked_with_a_named_message(monkeypatch, hook, changed):
+    from gem_openrlhf import experience
+
+    cls, _ = hook.split(".")
+    monkeypatch.setattr(getattr(experience, cls), "__init__", changed)
+    with pytest.raises(ImportError, match=rf"OpenRLHF changed {hook}: its parameters start .*openrlhf 0.11.2"):
+        experience.check_openrlhf_hooks()
+
+
+def test_the_trainer_swap_is_checked_against_how_train_imports_ppo_trainer(monkeypatch):
+    """`install` swaps openrlhf.trainer.ppo_trainer.PPOTrainer, which train() imports when it
+    runs; a CLI module that binds PPOTrainer at import would ignore the swap: named."""
+    import importlib
+
+    from gem_openrlhf import train
+
+    train.check_trainer_swap()  # the installed OpenRLHF
+    cli = importlib.import_module(train.OPENRLHF_CLI)
+    monkeypatch.setattr(cli, "PPOTrainer", object(), raising=False)
+    with pytest.raises(ImportError, match=r"OpenRLHF changed openrlhf.cli.train_ppo_ray.train: .*openrlhf 0.11.2"):
+        train.install()
+    monkeypatch.delattr(cli, "PPOTrainer")
+    monkeypatch.setattr(cli, "train", lambda args: None)
+    with pytest.raises(ImportError, match="no longer imports PPOTrainer"):
+        train.check_trainer_swap()
