@@ -8,6 +8,7 @@
 #     python recipes/verl_rebn.py --dry-run
 #
 # Variants: --env-id game:GuessTheNumber-v0-hard --gamma 1.0     Every argument: ... --help
+# Multi-task: --env-id game:GuessTheNumber-v0-easy game:Sudoku-v0-easy=2 (rows by weight)
 # Extra verl (Hydra) overrides go after `--`, e.g. `-- trainer.total_training_steps=20`.
 """Multi-turn REINFORCE + ReBN on GEM envs with verl (the gem_agent loop, the rebn estimator).
 
@@ -39,6 +40,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -51,8 +53,8 @@ except ImportError as exc:
 
 @dataclass
 class Args:
-    env_id: str = "game:GuessTheNumber-v0-easy"
-    """the gem_core env every row plays (any registered id, see `gem list`)"""
+    env_id: tuple[str, ...] = ("game:GuessTheNumber-v0-easy",)
+    """the gem_core env(s) the rows play: any registered text env id (`gem list`), each optionally ID=WEIGHT; several make a multi-task mixture, rows in proportion to the weights (default 1 each)"""
     env_module: tuple[str, ...] = ()
     """modules (or .py paths) that register your own envs, imported in every process that builds envs (verl's Ray agent-loop workers); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
@@ -111,8 +113,15 @@ class Args:
 
 def args_problem(args: Args) -> str | None:
     """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
+    from gem_core.errors import InvalidArgument
+    from gem_core.rl.recipe_cli import parse_env_mix
+
     if not 0.0 <= args.gamma <= 1.0:
         return f"--gamma must be in [0, 1], got {args.gamma}"
+    try:
+        parse_env_mix(args.env_id)
+    except InvalidArgument as exc:
+        return str(exc)
     for name in (
         "train_seeds", "val_seeds", "prompt_length", "response_length", "train_batch_size", "rollout_n",
         "ppo_mini_batch_size", "max_tokens_per_turn", "total_epochs", "n_gpus_per_node", "nnodes",
@@ -143,9 +152,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
     return args, extra
 
 
-def write_dataset(path: Path, env_id: str, seeds: range) -> int:
-    """One Parquet row per seed: the env id and seed, plus the columns RLHFDataset needs."""
+def write_dataset(path: Path, env_mix: Sequence[tuple[str, float]], seeds: range) -> int:
+    """One Parquet row per seed: the env id (the mixture's, `gem_core.rl.recipe_cli.mix_rows`)
+    and seed, plus the columns RLHFDataset needs."""
     import pandas as pd
+
+    from gem_core.rl.recipe_cli import mix_rows
 
     rows = [
         {
@@ -158,7 +170,7 @@ def write_dataset(path: Path, env_id: str, seeds: range) -> int:
             "reward_model": {"style": REWARD_STYLE, "ground_truth": ""},
             "extra_info": {"index": i, "env_id": env_id, "seed": int(seed)},
         }
-        for i, seed in enumerate(seeds)
+        for i, (env_id, seed) in enumerate(mix_rows(env_mix, seeds))
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_parquet(path, index=False)
@@ -228,15 +240,16 @@ def env_module_overrides(carried: dict[str, str]) -> list[str]:
     return [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(v)}" for k, v in sorted(carried.items())]
 
 
-def validate(overrides: list[str], env_id: str) -> list[str]:
+def validate(overrides: list[str], env_ids: Sequence[str]) -> list[str]:
     """Compose verl's shipped config with the overrides and check the plugin; returns problems."""
     problems: list[str] = []
-    try:
-        import gem_core
+    import gem_core
 
-        gem_core.spec(env_id)
-    except Exception as exc:  # unknown env id: "did you mean"
-        problems.append(f"env: {exc}")
+    for env_id in env_ids:
+        try:
+            gem_core.spec(env_id)
+        except Exception as exc:  # unknown env id: "did you mean"
+            problems.append(f"env: {exc}")
     try:
         import verl
         from hydra import compose, initialize_config_dir
@@ -266,7 +279,7 @@ def validate(overrides: list[str], env_id: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
-    from gem_core.rl.recipe_cli import use_recipe_env_modules
+    from gem_core.rl.recipe_cli import parse_env_mix, use_recipe_env_modules
 
     # Your env modules: imported here (an unknown id then fails the dry run) and in every
     # process verl starts (the variables are inherited; see env_module_overrides).
@@ -278,8 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     agent_config = data_dir / "agent_loop.yaml"
 
     # 1. The dataset: env ids and seeds.
-    n_train = write_dataset(train, args.env_id, range(args.train_seeds))
-    n_val = write_dataset(val, args.env_id, range(args.val_seed_offset, args.val_seed_offset + args.val_seeds))
+    env_mix = parse_env_mix(args.env_id)
+    n_train = write_dataset(train, env_mix, range(args.train_seeds))
+    n_val = write_dataset(val, env_mix, range(args.val_seed_offset, args.val_seed_offset + args.val_seeds))
     print(f"wrote {n_train} training rows to {train} and {n_val} validation rows to {val}")
 
     # 2. The agent loop's arguments.
@@ -290,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                *env_module_overrides(carried), *extra]
     print("command:\n  " + " \\\n    ".join(shlex.quote(c) for c in command))
     if args.dry_run:
-        problems = validate(command[3:], args.env_id)
+        problems = validate(command[3:], [e for e, _ in env_mix])
         for p in problems:
             print(f"problem: {p}", file=sys.stderr)
         print("dry run: " + ("the command is valid; not launched" if not problems else "fix the problems above"))

@@ -4,6 +4,11 @@ Each recipe states its `Args` dataclass (a docstring under each field: tyro's ``
 a function naming what is wrong with a combination of arguments; `parse_recipe_args` does the
 rest, the same way for every recipe. `field_docs` reads the docstrings back (the recipes'
 tests check that ``--help`` shows each one).
+
+Multi-task: every recipe's env flag takes ``ID`` or ``ID=WEIGHT``, repeatable
+(`parse_env_mix`); the dataset recipes turn a mixture into rows with `mix_rows`, which
+allots the seeds to the envs in proportion to the weights and interleaves them, so every
+batch of consecutive rows is close to the mixture.
 """
 
 from __future__ import annotations
@@ -15,7 +20,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["field_docs", "parse_recipe_args", "use_recipe_env_modules", "ENV_MODULE_HELP"]
+__all__ = [
+    "field_docs",
+    "parse_recipe_args",
+    "use_recipe_env_modules",
+    "ENV_MODULE_HELP",
+    "ENV_MIX_HELP",
+    "parse_env_mix",
+    "mix_rows",
+]
 
 ENV_MODULE_HELP = (
     "modules (or .py paths) that register your own envs, imported in every process that builds "
@@ -23,6 +36,12 @@ ENV_MODULE_HELP = (
     "gem_core.envs entry point (docs/plugins.md)"
 )
 """The help of every recipe's ``--env-module``."""
+
+ENV_MIX_HELP = (
+    "the gem_core env(s) to train on: any registered text env id (`gem list`), each optionally "
+    "ID=WEIGHT; several make a multi-task mixture in proportion to the weights (default 1 each)"
+)
+"""The help of every dataset recipe's env flag."""
 
 T = TypeVar("T")
 
@@ -93,3 +112,65 @@ def use_recipe_env_modules(modules: Sequence[str], flag: str = "--env-module") -
     except InvalidArgument as exc:
         print(f"{Path(sys.argv[0]).name}: error: {flag}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def parse_env_mix(specs: Sequence[str] | str, flag: str = "--env-id") -> tuple[tuple[str, float], ...]:
+    """``["id", "id2=3"]`` -> ``(("id", 1.0), ("id2", 3.0))``: each env once, weights finite,
+    >= 0 and not all 0.
+
+    Raises:
+        InvalidArgument: a malformed spec, a repeated id, or bad weights, naming the flag.
+    """
+    import math
+
+    from gem_core.errors import InvalidArgument
+
+    specs = [specs] if isinstance(specs, str) else list(specs)
+    if not specs:
+        raise InvalidArgument(f"{flag}: name at least one env id (gem list)")
+    mix: dict[str, float] = {}
+    for spec in specs:
+        env_id, sep, weight = str(spec).partition("=")
+        env_id = env_id.strip()
+        if not env_id:
+            raise InvalidArgument(f"{flag} {spec!r}: no env id before '='")
+        try:
+            w = float(weight) if sep else 1.0
+        except ValueError:
+            raise InvalidArgument(f"{flag} {spec!r}: the weight after '=' must be a number, e.g. {flag} {env_id}=2") from None
+        if not math.isfinite(w) or w < 0:
+            raise InvalidArgument(f"{flag} {spec!r}: the weight must be finite and >= 0")
+        if env_id in mix:
+            raise InvalidArgument(f"{flag}: {env_id!r} is given twice; give each env once, with its weight")
+        mix[env_id] = w
+    if not any(mix.values()):
+        raise InvalidArgument(f"{flag}: the weights are all 0")
+    return tuple(mix.items())
+
+
+def mix_rows(mix: Sequence[tuple[str, float]], seeds: Sequence[int]) -> list[tuple[str, int]]:
+    """One ``(env_id, seed)`` row per seed, the envs in proportion to the weights.
+
+    Each env gets ``round(len(seeds) * w / sum(w))`` rows (largest remainders, ties to the
+    earlier env, so the counts sum to ``len(seeds)``), and the rows are interleaved by a
+    smooth weighted round robin: any run of consecutive rows (a batch) holds each env close
+    to its share. Row ``i`` plays seed ``seeds[i]``, so train and validation seed ranges
+    stay apart whatever the mixture.
+    """
+    weights = [float(w) for _, w in mix]
+    total = sum(weights)
+    n = len(seeds)
+    exact = [n * w / total for w in weights]
+    counts = [int(e) for e in exact]
+    for i in sorted(range(len(mix)), key=lambda i: (-(exact[i] - counts[i]), i))[: n - sum(counts)]:
+        counts[i] += 1
+    left, credit, order = list(counts), [0.0] * len(mix), []
+    for _ in range(n):
+        live = [i for i in range(len(mix)) if left[i] > 0]
+        for i in live:
+            credit[i] += counts[i]
+        pick = max(live, key=lambda i: (credit[i], -i))
+        credit[pick] -= sum(counts[i] for i in live)
+        left[pick] -= 1
+        order.append(pick)
+    return [(mix[k][0], int(seed)) for k, seed in zip(order, seeds, strict=True)]

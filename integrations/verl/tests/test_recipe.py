@@ -129,3 +129,26 @@ def test_dry_run_with_a_users_env_module(tmp_path):
     assert shlex.quote(f"+ray_kwargs.ray_init.runtime_env.env_vars.GEM_ENV_MODULES='{mod.path}'") in out.stdout
     out = _run(*common, "--env-module", "no_such_env_module_xyz")
     assert out.returncode == 2 and "--env-module: env module 'no_such_env_module_xyz' cannot be imported" in out.stderr
+
+
+def test_a_multi_task_mixture_writes_rows_by_weight(tmp_path):
+    """--env-id takes several ids, each optionally ID=WEIGHT: the rows follow the weights,
+    interleaved, and every id is checked; a bad weight stops before anything is written."""
+    import pandas as pd
+
+    out = _run("--dry-run", "--data-dir", str(tmp_path), "--train-seeds", "8", "--val-seeds", "4",
+               "--env-id", "game:GuessTheNumber-v0-easy=3", "toy:Echo-v0")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    train = pd.read_parquet(tmp_path / "train.parquet")
+    assert list(train["seed"]) == list(range(8))
+    assert train["env_id"].value_counts().to_dict() == {"game:GuessTheNumber-v0-easy": 6, "toy:Echo-v0": 2}
+    assert set(train["env_id"][:4]) == {"game:GuessTheNumber-v0-easy", "toy:Echo-v0"}  # interleaved
+    assert list(train["data_source"]) == [f"gem:{e}" for e in train["env_id"]]
+    val = pd.read_parquet(tmp_path / "val.parquet")
+    assert val["env_id"].value_counts().to_dict() == {"game:GuessTheNumber-v0-easy": 3, "toy:Echo-v0": 1}
+    out = _run("--dry-run", "--data-dir", str(tmp_path / "bad"), "--env-id", "game:GuessTheNumber-v0-easy",
+               "toy:Echo-v0=-1")
+    assert out.returncode == 2 and "--env-id 'toy:Echo-v0=-1': the weight must be finite and >= 0" in out.stderr
+    assert not (tmp_path / "bad").exists()
+    out = _run("--dry-run", "--data-dir", str(tmp_path / "typo"), "--env-id", "toy:Echo-v0", "game:GuessTheNumbr-v0")
+    assert out.returncode == 1 and "env: " in out.stderr and "GuessTheNumbr" in out.stderr
