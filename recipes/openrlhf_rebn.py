@@ -10,6 +10,7 @@
 #     python recipes/openrlhf_rebn.py --dry-run
 #
 # Variants: --env-id game:GuessTheNumber-v0-hard --gamma 1.0     Every argument: ... --help
+# Multi-task: --env-id game:GuessTheNumber-v0-easy game:Sudoku-v0-easy=2 (samples by weight)
 # Extra OpenRLHF flags go after `--`, e.g. `-- --ckpt.save_steps 20 --logger.wandb.key KEY`.
 """Multi-turn REINFORCE + ReBN on GEM envs with OpenRLHF (gem-openrlhf's agent executor and ReBN override).
 
@@ -43,8 +44,8 @@ from pathlib import Path
 
 @dataclass
 class Args:
-    env_id: str = "game:GuessTheNumber-v0-easy"
-    """the gem_core env every sample plays (any registered id, see `gem list`)"""
+    env_id: tuple[str, ...] = ("game:GuessTheNumber-v0-easy",)
+    """the gem_core env(s) the samples play: any registered text env id (`gem list`), each optionally ID=WEIGHT; several make a multi-task mixture, samples in proportion to the weights (default 1 each)"""
     env_module: tuple[str, ...] = ()
     """modules (or .py paths) that register your own envs, imported in every process that builds envs (OpenRLHF's vLLM Ray actors); not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
@@ -101,8 +102,15 @@ class Args:
 
 def args_problem(args: Args) -> str | None:
     """What is wrong with a combination of arguments (tyro checks each one's type), or None."""
+    from gem_core.errors import InvalidArgument
+    from gem_core.rl.recipe_cli import parse_env_mix
+
     if not 0.0 <= args.gamma <= 1.0:
         return f"--gamma must be in [0, 1], got {args.gamma}"
+    try:
+        parse_env_mix(args.env_id)
+    except InvalidArgument as exc:
+        return str(exc)
     for name in (
         "train_seeds", "max_tokens_per_turn", "max_len", "rollout_batch_size", "n_samples_per_prompt",
         "train_batch_size", "num_episodes", "n_gpus_per_node", "nnodes", "vllm_tensor_parallel_size",
@@ -131,16 +139,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
 
 
 def write_dataset(path: Path, args: Args, seeds: range) -> int:
-    """One JSONL line per seed: a placeholder prompt and the label the agent executor plays."""
+    """One JSONL line per seed: a placeholder prompt and the label the agent executor plays
+    (the env id from the mixture, `gem_core.rl.recipe_cli.mix_rows`)."""
     from gem_openrlhf.agent import make_label
+
+    from gem_core.rl.recipe_cli import mix_rows, parse_env_mix
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
-        for seed in seeds:
-            label = make_label(args.env_id, int(seed), max_turns=args.max_turns,
+        for env_id, seed in mix_rows(parse_env_mix(args.env_id), seeds):
+            label = make_label(env_id, int(seed), max_turns=args.max_turns,
                                max_tokens_per_turn=args.max_tokens_per_turn, system_prompt=args.system_prompt)
             # The prompt is a placeholder: the executor prompts with the env's reset observation.
-            f.write(json.dumps({"prompt": f"Play {args.env_id} (seed {seed}).", "label": label}) + "\n")
+            f.write(json.dumps({"prompt": f"Play {env_id} (seed {seed}).", "label": label}) + "\n")
     return len(seeds)
 
 
@@ -223,9 +234,11 @@ def main(argv: list[str] | None = None) -> int:
         from gem_openrlhf.train import parse_args as parse_openrlhf_args
 
         import gem_core
+        from gem_core.rl.recipe_cli import parse_env_mix
 
         try:
-            gem_core.spec(args.env_id)  # an unknown env id fails here ("did you mean")
+            for env_id, _ in parse_env_mix(args.env_id):
+                gem_core.spec(env_id)  # an unknown env id fails here ("did you mean")
             parse_openrlhf_args(command[3:], stub_missing_imports=True)  # exits 2 on a flag it rejects
         except (gem_core.errors.Error, AssertionError) as exc:
             print(f"problem: {type(exc).__name__}: {exc}", file=sys.stderr)

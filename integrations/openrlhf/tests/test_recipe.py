@@ -82,3 +82,25 @@ def test_derived_sizes_and_the_passthrough_of_openrlhf_flags(tmp_path):
     flags = recipe.openrlhf_flags(args, tmp_path / "train.jsonl", None)
     i = flags.index("--vllm.num_engines")
     assert flags[i + 1] == "4"
+
+
+def test_a_multi_task_mixture_writes_samples_by_weight(tmp_path, capsys):
+    """--env-id takes several ids, each optionally ID=WEIGHT: the samples' labels follow the
+    weights, interleaved; a bad weight exits 2 before anything is written; each id is checked."""
+    import json
+
+    recipe = load_recipe()
+    args, _ = recipe.parse_args(["--env-id", "game:GuessTheNumber-v0-easy=3", "toy:Echo-v0", "--max-turns", "2"])
+    assert recipe.write_dataset(tmp_path / "train.jsonl", args, range(8)) == 8
+    labels = [json.loads(json.loads(line)["label"]) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert [lab["seed"] for lab in labels] == list(range(8))
+    envs = [lab["env_id"] for lab in labels]
+    assert envs.count("game:GuessTheNumber-v0-easy") == 6 and envs.count("toy:Echo-v0") == 2
+    assert set(envs[:4]) == {"game:GuessTheNumber-v0-easy", "toy:Echo-v0"}  # interleaved
+    assert {lab["max_turns"] for lab in labels} == {2}
+    with pytest.raises(SystemExit) as info:
+        recipe.parse_args(["--env-id", "toy:Echo-v0", "toy:Echo-v0=2"])
+    assert info.value.code == 2 and "'toy:Echo-v0' is given twice" in capsys.readouterr().err
+    out = _run("--dry-run", "--data-dir", str(tmp_path / "typo"), "--train-seeds", "2", "--eval-seeds", "0",
+               "--env-id", "toy:Echo-v0", "game:GuessTheNumbr-v0")
+    assert out.returncode == 1 and "GuessTheNumbr" in out.stderr, out.stdout[-2000:] + out.stderr[-2000:]
