@@ -16,6 +16,7 @@
 # and write the dataset without launching: `python recipes/rl2_rebn.py --dry-run`
 # (`--rl2-version head|0.0.2` when RL2 is not installed here). Every argument: --help.
 # Extra RL2 (Hydra) overrides go after `--`, e.g. `-- trainer.save_freq=32`.
+# Multi-task: --env-id game:GuessTheNumber-v0-easy --env-id game:Sudoku-v0-easy=2 (rows by weight)
 """Multi-turn REINFORCE + ReBN on GEM envs with RL2 (gem_rl2's env file, adv.estimator=rebn).
 
 1. **Dataset.** One JSONL row per episode to play: ``{"extra_info": {"env_id", "seed",
@@ -52,8 +53,8 @@ from typing import Any
 
 @dataclass
 class Args:
-    env_id: str = "game:GuessTheNumber-v0-easy"
-    """the gem_core env every row plays (any registered id, see `gem list`)"""
+    env_id: list[str] = field(default_factory=lambda: ["game:GuessTheNumber-v0-easy"])
+    """the gem_core env the rows play: any registered text env id (`gem list`), optionally ID=WEIGHT; repeatable: several make a multi-task mixture, rows in proportion to the weights (default 1 each)"""
     env_module: list[str] = field(default_factory=list)
     """a module (or .py path) that registers your own envs, imported in every process that builds envs (each torchrun rank); repeatable; not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"""
     model_path: str = "Qwen/Qwen3-1.7B"
@@ -142,12 +143,23 @@ def parse_args(argv: list[str] | None = None) -> tuple[Args, list[str]]:
 
         convert.__name__ = base.__name__
         parser.add_argument(flag, type=convert, default=f.default, help=docs[f.name], metavar=base.__name__.upper())
-    parsed = {k: (v if v is not None or k != "env_module" else []) for k, v in vars(parser.parse_args(argv)).items()}
+    parsed = vars(parser.parse_args(argv))
+    defaults = Args()
+    for name, value in list(parsed.items()):  # an append flag not given: its default
+        if value is None and isinstance(getattr(defaults, name), list):
+            parsed[name] = list(getattr(defaults, name))
     args = Args(**parsed)
     if args.rl2_version not in VERSIONS:
         parser.error(f"--rl2-version must be one of {', '.join(VERSIONS)}, got {args.rl2_version!r}")
     if not 0.0 <= args.gamma <= 1.0:
         parser.error(f"--gamma must be in [0, 1], got {args.gamma}")
+    from gem_core.errors import InvalidArgument
+    from gem_core.rl.recipe_cli import parse_env_mix
+
+    try:
+        parse_env_mix(args.env_id)
+    except InvalidArgument as exc:
+        parser.error(str(exc))
     for name in ("train_seeds", "test_seeds", "max_turns", "max_tokens_per_turn", "prompts_per_rollout",
                  "max_length_per_device", "total_steps", "nproc_per_node", "tp_size"):
         if getattr(args, name) < 1:
@@ -167,11 +179,14 @@ def installed_version() -> str | None:
 
 
 def write_dataset(path: Path, args: Args, seeds: range) -> int:
-    """One JSONL row per seed: ``{"extra_info": {env_id, seed, settings}}``."""
+    """One JSONL row per seed: ``{"extra_info": {env_id, seed, settings}}``, the env id from
+    the mixture (`gem_core.rl.recipe_cli.mix_rows`)."""
+    from gem_core.rl.recipe_cli import mix_rows, parse_env_mix
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
-        for seed in seeds:
-            info = {"env_id": args.env_id, "seed": int(seed), "max_turns": args.max_turns}
+        for env_id, seed in mix_rows(parse_env_mix(args.env_id), seeds):
+            info = {"env_id": env_id, "seed": int(seed), "max_turns": args.max_turns}
             if args.system_prompt is not None:
                 info["system_prompt"] = args.system_prompt
             f.write(json.dumps({"extra_info": info}) + "\n")
@@ -234,15 +249,16 @@ def rl2_overrides(args: Args, version: str, train: Path, test: Path) -> list[str
     ]
 
 
-def validate(overrides: list[str], version: str, env_id: str) -> list[str]:
+def validate(overrides: list[str], version: str, env_ids: list[str]) -> list[str]:
     """Compose RL2's shipped config with the overrides; returns problems."""
     problems: list[str] = []
-    try:
-        import gem_core
+    import gem_core
 
-        gem_core.spec(env_id)
-    except Exception as exc:  # unknown env id: "did you mean"
-        problems.append(f"env: {exc}")
+    for env_id in env_ids:
+        try:
+            gem_core.spec(env_id)
+        except Exception as exc:  # unknown env id: "did you mean"
+            problems.append(f"env: {exc}")
     try:
         import RL2
         from hydra import compose, initialize_config_dir
@@ -266,7 +282,7 @@ def validate(overrides: list[str], version: str, env_id: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse_args(argv)
-    from gem_core.rl.recipe_cli import use_recipe_env_modules
+    from gem_core.rl.recipe_cli import parse_env_mix, use_recipe_env_modules
 
     # Your env modules: imported here and, through the environment torchrun passes on, in
     # every rank.
@@ -290,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     command = ["torchrun", f"--nproc_per_node={args.nproc_per_node}", "-m", "gem_rl2.train", *overrides, *extra]
     print("command:\n  " + " \\\n    ".join(shlex.quote(c) for c in command))
     if args.dry_run:
-        problems = validate(overrides + extra, version, args.env_id)
+        problems = validate(overrides + extra, version, [e for e, _ in parse_env_mix(args.env_id)])
         for p in problems:
             print(f"problem: {p}", file=sys.stderr)
         print("dry run: " + ("the command is valid; not launched" if not problems else "fix the problems above"))

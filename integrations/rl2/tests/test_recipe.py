@@ -76,3 +76,21 @@ def test_a_users_env_module_is_checked_and_passed_to_the_ranks(tmp_path, monkeyp
                          cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == str(list(USER_ENV_REWARDS))
+
+
+def test_a_multi_task_mixture_writes_rows_by_weight(tmp_path):
+    """--env-id, repeated, each optionally ID=WEIGHT: the rows follow the weights, interleaved,
+    and the dry run validates; a bad weight exits 2 before anything is written."""
+    common = [sys.executable, str(RECIPE), "--dry-run", "--train-seeds", "8", "--test-seeds", "4"]
+    proc = subprocess.run([*common, "--data-dir", str(tmp_path), "--env-id", "game:GuessTheNumber-v0-easy=3",
+                           "--env-id", "toy:Echo-v0"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [json.loads(line)["extra_info"] for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert [r["seed"] for r in rows] == list(range(8))
+    envs = [r["env_id"] for r in rows]
+    assert envs.count("game:GuessTheNumber-v0-easy") == 6 and envs.count("toy:Echo-v0") == 2
+    assert set(envs[:4]) == {"game:GuessTheNumber-v0-easy", "toy:Echo-v0"}  # interleaved
+    proc = subprocess.run([*common, "--data-dir", str(tmp_path / "bad"), "--env-id", "toy:Echo-v0=x"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "the weight after '=' must be a number" in proc.stderr
+    assert not (tmp_path / "bad").exists()
