@@ -8,7 +8,8 @@
 #         --format_warmup_steps 0 --system_prompt "You are playing a game." --max_tokens_per_turn 256 \
 #         --max_completion_length 2048 --per_device_train_batch_size 16 --num_generations 8 --bf16
 #
-# Any registered text env: `--env_id toy:Echo-v0`; your own: `--env_id mine:Env-v0 --env_module my_envs`
+# Any registered text env: `--env_id toy:Echo-v0`; your own: `--env_id mine:Env-v0 --env_module my_envs`;
+# a multi-task mixture: `--env_id game:GuessTheNumber-v0-easy toy:Echo-v0=0.5`; check without training: `--dry_run`
 # (the format warm-up and the oracle baseline apply to GuessTheNumber only; the random baseline
 # to envs with `sample_random_action`).
 # Every GRPOConfig / GemGRPOConfig option is a flag (`--help`); the recipe's own are in ScriptArgs.
@@ -73,7 +74,7 @@ import gem_core.rl as rl  # noqa: E402
 class ScriptArgs:
     model: str = field(default="tiny", metadata={"help": "'tiny' (built offline, random weights) or a model path / hub id"})
     run_name_prefix: str = field(default="trl_rebn", metadata={"help": "the run directory starts with it"})
-    env_id: str = field(default="game:GuessTheNumber-v0-easy", metadata={"help": "any registered text env id (gem list); GuessTheNumber envs also get the format warm-up"})
+    env_id: list[str] = field(default_factory=lambda: ["game:GuessTheNumber-v0-easy"], metadata={"help": "the env(s) to train on: any registered text env id (gem list), each optionally ID=WEIGHT; several make a multi-task mixture (training rows by weight); the held-out evaluation, the baselines and the format warm-up (GuessTheNumber only) use the first"})
     env_module: list[str] = field(default_factory=list, metadata={"help": "modules (or .py paths) that register your own envs, imported in every process accelerate starts; not needed for envs installed with a gem_core.envs entry point (docs/plugins.md)"})
     history: str = field(default="interval", metadata={"help": "what each observation is: 'summary' (the env's one-line state summary), 'interval' (only 'target in [lo, hi]') or 'chat' (the env's own)"})
     format_error: str = field(default="terminate", metadata={"help": "what a malformed answer does in training: 'terminate' or 'retry'"})
@@ -92,6 +93,7 @@ class ScriptArgs:
     eval_every: int = field(default=0, metadata={"help": "also evaluate every N steps (0: only at the end)"})
     stop_at_success: float | None = field(default=None, metadata={"help": "stop once a held-out evaluation reaches this success rate"})
     max_wall_s: float | None = field(default=None, metadata={"help": "stop training after this many seconds (the final evaluation still runs)"})
+    dry_run: bool = field(default=False, metadata={"help": "check the envs (each id is made and reset) and the arguments, build the training dataset, print the plan; no model, no training"})
 
 
 # The recipe's defaults for GemGRPOConfig (every one can be overridden on the command line).
@@ -158,6 +160,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[ScriptArgs, Any]:
         parser.error(f"--history must be one of {', '.join(HISTORY_WRAPPERS)}, got {script.history!r}")
     if script.format_error not in ("terminate", "retry"):
         parser.error(f"--format_error must be 'terminate' or 'retry', got {script.format_error!r}")
+    from gem_core.errors import InvalidArgument
+    from gem_core.rl.recipe_cli import parse_env_mix
+
+    try:
+        parse_env_mix(script.env_id, flag="--env_id")
+    except InvalidArgument as exc:
+        parser.error(str(exc))
     return script, config
 
 
@@ -269,22 +278,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from gem_core.rl.recipe_cli import use_recipe_env_modules
 
     use_recipe_env_modules(script.env_module, flag="--env_module")
+    from gem_core.rl.recipe_cli import mix_rows, parse_env_mix
+
+    env_mix = parse_env_mix(script.env_id, flag="--env_id")
+    env_id = env_mix[0][0]  # the held-out evaluation's, the baselines' and the warm-up's env
     wrappers = HISTORY_WRAPPERS[script.history]  # each falls back to the env's own observation
-    try:
-        probe = gem_core.make(script.env_id)
-    except gem_core.errors.Error as exc:
-        raise SystemExit(f"--env_id {script.env_id}: {exc}") from None
-    probe.reset(seed=0)
-    lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
-    probe.close()
+    takes_format_error = True
+    for i, (each, _) in enumerate(env_mix):
+        try:
+            probe = gem_core.make(each)
+            probe.reset(seed=0)
+        except gem_core.errors.Error as exc:
+            raise SystemExit(f"--env_id {each}: {exc}") from None
+        if i == 0:
+            lo, hi = getattr(probe.unwrapped, "min_number", None), getattr(probe.unwrapped, "max_number", None)
+        probe.close()
+        try:  # --format_error for the envs that take it (every env of a mixture gets the same kwargs)
+            gem_core.make(each, format_error=script.format_error).close()
+        except gem_core.errors.InvalidKwarg:
+            takes_format_error = False
     guess = isinstance(lo, int) and isinstance(hi, int)  # GuessTheNumber: the format warm-up applies
-    extra: dict[str, Any] = {}
-    try:  # --format_error for the envs that take it
-        gem_core.make(script.env_id, format_error=script.format_error).close()
-        extra["format_error"] = script.format_error
-    except gem_core.errors.InvalidKwarg:
-        pass
+    extra: dict[str, Any] = {"format_error": script.format_error} if takes_format_error else {}
     config.env_kwargs = {**(config.env_kwargs or {}), **extra, "wrappers": wrappers}
+    rows = mix_rows(env_mix, range(script.train_seeds))
+    train_dataset = make_dataset([e for e, _ in rows], [s for _, s in rows])
+    if script.dry_run:
+        counts = {e: sum(1 for r, _ in rows if r == e) for e, _ in env_mix}
+        print(f"dry run: {len(rows)} training rows ({', '.join(f'{e}: {n}' for e, n in counts.items())}); "
+              f"held-out evaluation on {env_id}; env kwargs {sorted(extra)}; TRL's GRPO with ReBN, gamma "
+              f"{config.gamma:g}, {config.max_steps} steps; not trained", flush=True)
+        return {"run_name": run_name, "dry_run": True, "rows": len(rows), "envs": counts}
     eval_kwargs = {"wrappers": wrappers}
     path = script.model
     if path == "tiny":
@@ -300,7 +323,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def collect(who: Any, seeds: list[int], sampling: rl.SamplingParams, kwargs: dict[str, Any]) -> list[rl.Episode]:
         return rl.collect_episodes_sync(
-            script.env_id, who, formatter(), seeds=seeds, sampling=sampling, layout="packed", concurrency=len(seeds),
+            env_id, who, formatter(), seeds=seeds, sampling=sampling, layout="packed", concurrency=len(seeds),
             env_kwargs=kwargs, truncated_response=config.truncated_response, truncation_reward=config.truncation_reward,
         )  # fmt: skip
 
@@ -317,8 +340,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             m.train(was_training)  # else TRL logs the step's metrics as eval metrics
 
     results: dict[str, Any] = {
-        "random": play_baseline(script.env_id, eval_seeds, "random"),
-        "oracle": play_baseline(script.env_id, eval_seeds, "oracle"),
+        "random": play_baseline(env_id, eval_seeds, "random"),
+        "oracle": play_baseline(env_id, eval_seeds, "oracle"),
         "untrained": evaluate(model),
     }
     results = {k: v for k, v in results.items() if v is not None}  # an env without an oracle / random policy
@@ -328,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # ---- Warm-up: supervised steps on random well-formed answers (format only) ----------
     if script.format_warmup_steps > 0 and not guess:
-        print(f"no format warm-up: {script.env_id} is not a GuessTheNumber env (its answer format is its own)")
+        print(f"no format warm-up: {env_id} is not a GuessTheNumber env (its answer format is its own)")
     if script.format_warmup_steps > 0 and guess:
         rng = random.Random(config.seed)
         random_answers = TextPolicy(tokenizer, lambda _prompt: f"\\boxed{{{rng.randint(lo, hi)}}}")
@@ -379,7 +402,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     trainer = GemGRPOTrainer(
         str(start_path),
         config,
-        make_dataset(script.env_id, range(script.train_seeds)),
+        train_dataset,
         processing_class=tokenizer,
         callbacks=[HeldOut()],
     )
@@ -407,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             m = results[name]
             print(f"  {name:<10} {m['success_rate']:>8.3f} {m['mean_turns']:>11.2f} {m['turns_to_solve']:>15.2f}")
     print(f"wall time {wall:.0f} s, {step} TRL steps")
-    plot_learning_curve(run_dir / "learning_curve.png", history, evals, results, f"{script.env_id}: TRL + ReBN, γ={config.gamma:g}")
+    plot_learning_curve(run_dir / "learning_curve.png", history, evals, results, f"{env_id}: TRL + ReBN, γ={config.gamma:g}")
     final_train = copy.deepcopy(history[-1]) if history else {}
     summary = {
         "run_name": run_name,

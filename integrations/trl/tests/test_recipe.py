@@ -64,3 +64,19 @@ def test_the_recipe_trains_on_any_env_including_a_users_own(tmp_path) -> None:
     assert "no format warm-up" in out.stdout
     # Every episode plays the env's three turns (any action): its returns are the env's.
     assert summary["eval"]["trained"]["mean_return"] == 6.0 and summary["eval"]["trained"]["mean_turns"] == 3.0
+
+
+def test_a_multi_task_mixture_and_the_dry_run(tmp_path) -> None:
+    """--env_id takes several ids, each optionally ID=WEIGHT: --dry_run makes and resets each,
+    builds the training rows by weight and stops before any model; a bad weight exits 2; an
+    unknown id is named."""
+    common = ("--output_dir", str(tmp_path), "--train_seeds", "8", "--dry_run", "true")
+    out = _run(*common, "--run_name", "mix", "--env_id", "game:GuessTheNumber-v0-easy=3", "toy:Echo-v0", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "dry run: 8 training rows (game:GuessTheNumber-v0-easy: 6, toy:Echo-v0: 2)" in out.stdout
+    assert "held-out evaluation on game:GuessTheNumber-v0-easy" in out.stdout and "not trained" in out.stdout
+    assert "model tiny" not in out.stdout  # no model was built
+    out = _run(*common, "--run_name", "bad", "--env_id", "toy:Echo-v0=x", cwd=tmp_path)
+    assert out.returncode == 2 and "--env_id 'toy:Echo-v0=x': the weight after '=' must be a number" in out.stderr
+    out = _run(*common, "--run_name", "typo", "--env_id", "toy:Echo-v0", "game:GuessTheNumbr-v0", cwd=tmp_path)
+    assert out.returncode != 0 and "--env_id game:GuessTheNumbr-v0" in out.stderr + out.stdout
