@@ -109,15 +109,11 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 def parse_envs(specs: list[str]) -> dict[str, float]:
-    """``["id", "id2=2"]`` -> ``{"id": 1.0, "id2": 2.0}``."""
-    envs: dict[str, float] = {}
-    for spec in specs:
-        env_id, sep, weight = spec.partition("=")
-        try:
-            envs[env_id.strip()] = float(weight) if sep else 1.0
-        except ValueError:
-            raise InvalidArgument(f"--env {spec!r}: the weight after '=' must be a number, e.g. --env {env_id}=2") from None
-    return envs
+    """``["id", "id2=2"]`` -> ``{"id": 1.0, "id2": 2.0}`` (`gem_core.rl.recipe_cli.parse_env_mix`:
+    each id once, weights finite, >= 0 and not all 0)."""
+    from gem_core.rl.recipe_cli import parse_env_mix
+
+    return dict(parse_env_mix(specs, flag="--env"))
 
 
 def launch_command(roll_src: str, yaml_path: Path) -> list[str]:
@@ -140,7 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     # Your env modules: imported here and, through the environment the launcher inherits,
     # in ROLL's env workers.
     use_recipe_env_modules(args.env_module)
-    envs = parse_envs(args.env)
+    try:
+        envs = parse_envs(args.env)
+    except InvalidArgument as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        return 2
     for env_id in envs:
         try:
             gem_core.spec(env_id)  # an unknown id fails here, with "did you mean" and the fixes

@@ -124,3 +124,14 @@ def test_recipe_with_a_users_env_module(tmp_path):
     assert out.returncode == 0, out.stderr
     c = yaml.safe_load((tmp_path / "run" / "roll_rebn.yaml").read_text())
     assert mod.env_id in yaml.safe_dump(c)
+
+
+def test_recipe_refuses_a_bad_mixture_with_exit_2(tmp_path, capsys):
+    """--env given twice, or with weights all 0, stops before anything is written."""
+    mod = _recipe()
+    out = tmp_path / "out"
+    assert mod.main(["--env", "toy:Echo-v0", "--env", "toy:Echo-v0=2", "--out", str(out), "--dry-run"]) == 2
+    assert "'toy:Echo-v0' is given twice" in capsys.readouterr().err
+    assert mod.main(["--env", "toy:Echo-v0=0", "--out", str(out), "--dry-run"]) == 2
+    assert "the weights are all 0" in capsys.readouterr().err
+    assert not out.exists()
