@@ -15,6 +15,7 @@
 # `--env_kwargs '{"game:GuessTheNumber-v0-easy": {"max_turns": 6}}'`. Every oat PPOArgs option is
 # a flag (`--help`); the GEM ones are documented in gem_oat.args.GemArgs. The PPO-clip path is used:
 # oat 0.2.4's `--reinforce_update` ends each learning step in ZeroDivisionError (refused up front).
+# Check the arguments and envs without launching: `--dry-run` (needs oat importable, not a GPU).
 """Multi-turn PPO with ReBN advantages in oat, on GEM envs (one file, oat-style).
 
 oat's distributed program (launchpad: an IPC server, vLLM actors, DeepSpeed learners)
@@ -62,7 +63,14 @@ def gem_options_help(reason: str) -> str:
     return "\n".join(lines)
 
 
+DRY_RUN_FLAG = "--dry-run"
+"""The recipe's own flag (removed before oat parses): check everything, print the plan, do not launch."""
+
+
 def main() -> None:
+    dry_run = DRY_RUN_FLAG in sys.argv[1:]
+    if dry_run:
+        sys.argv = [a for a in sys.argv if a != DRY_RUN_FLAG]
     try:
         from gem_oat import GemArgs, check_oat_version, validate_args
         from oat.args import default_args_validation, get_default_args
@@ -80,9 +88,21 @@ def main() -> None:
     args: GemArgs = get_default_args(GemArgs)
     args.algo = "PPO"
     validate_args(args)  # env modules, env ids, kwargs, wrappers (each env made once), oat's limits
-    args = default_args_validation(args)
+    if dry_run:  # oat's own checks run; only its GPU count is taken as the launch machine's
+        from unittest import mock
+
+        with mock.patch("torch.cuda.device_count", return_value=args.gpus):
+            args = default_args_validation(args)
+    else:
+        args = default_args_validation(args)
     logging.getLogger().setLevel(logging.INFO)
     logging.info("gem-oat: envs %s (weights %s), gamma %s", args.env_ids, args.env_weights or "uniform", args.gamma)
+    if dry_run:
+        weights = args.env_weights or [1.0] * len(args.env_ids)
+        print(f"dry run: envs {', '.join(f'{e} (weight {w:g})' for e, w in zip(args.env_ids, weights, strict=True))}; "
+              f"gamma {args.gamma:g}, whiten_adv {args.whiten_adv}; gem-oat's and oat's checks pass (the GPU count "
+              f"is not checked here: --gpus {args.gpus}); not launched")
+        return
 
     # ---- the oat program: actors play GEM envs, learners run oat's ReBN PPO -----------
     try:  # the runtime: launchpad and vLLM (oat's actors import it), GPU machines only

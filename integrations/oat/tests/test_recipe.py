@@ -70,3 +70,15 @@ def test_help_and_checks_need_no_launchpad(tmp_path):
     out = subprocess.run([sys.executable, str(RECIPE), "--env_ids", "toy:Echo-v0"], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode != 0 and "oat cannot be imported" in out.stderr and "No module named 'launchpad'" in out.stderr
+
+
+def test_the_dry_run_checks_a_mixture_without_launching(monkeypatch, capsys):
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["oat_rebn.py", "--dry-run", "--env_ids", "game:GuessTheNumber-v0-easy",
+                                      "toy:Echo-v0", "--env_weights", "3", "1", "--gamma", "0.8"])
+    runpy.run_path(str(RECIPE), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "dry run: envs game:GuessTheNumber-v0-easy (weight 3), toy:Echo-v0 (weight 1); gamma 0.8" in out
+    assert "not launched" in out
