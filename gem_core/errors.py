@@ -49,6 +49,8 @@ __all__ = [
     "MultiAgentError",
     "RayConnectionError",
     "DatasetUnavailable",
+    "IndexUnreachable",
+    "ResolutionImpossible",
     "GemWarning",
     "ReducedIsolationWarning",
     "TemplateRewriteWarning",
@@ -300,6 +302,14 @@ class RayConnectionError(Error, ConnectionError):
 
 class DatasetUnavailable(Error, FileNotFoundError):
     """A dataset-backed env found no local copy of its data and could not reach the hub."""
+
+
+class IndexUnreachable(Error, RuntimeError):
+    """The package index could not be reached: an install-resolution check cannot run here."""
+
+
+class ResolutionImpossible(Error, RuntimeError):
+    """pip's resolver found no set of packages that satisfies the requirements."""
 
 
 # ----------------------------------------------------------------------------- warnings

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gem_core.errors import IndexUnreachable, ResolutionImpossible
+
 __all__ = [
     "InstallResolution",
     "IndexUnreachable",
@@ -48,14 +50,6 @@ _UNREACHABLE = (
     "Temporary failure in name resolution",
     "No matching distribution found for setuptools",
 )
-
-
-class IndexUnreachable(RuntimeError):
-    """The package index could not be reached: the check cannot run here."""
-
-
-class ResolutionImpossible(RuntimeError):
-    """pip's resolver found no set of packages that satisfies the requirements."""
 
 
 @dataclass(frozen=True)
