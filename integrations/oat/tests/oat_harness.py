@@ -31,42 +31,49 @@ def scripted_actor(scenario_name: str | None = None, *, fail_on: Any = None, **o
     return attach_engine(actor, ScriptedLLM(TinyModelGenerator(tiny_model_path(), script=script), fail_on=fail_on))
 
 
-class OneRankStrategy:
-    """oat's ``DeepspeedStrategy`` surface used by ``learn``/``learning_step``, on one CPU rank.
+def gloo_strategy(args: Any) -> Any:
+    """oat's ``DeepspeedStrategy`` over the initialised gloo group, without DeepSpeed's engine.
 
-    ``all_reduce`` is the identity (one rank), ``backward``/``optimizer_step`` are plain
-    torch; ``grad_acc_step`` 1.
+    oat's own ``all_reduce`` (the whitening's sums go through it) and ``is_rank_0``, with
+    ``world_size`` read from the process group; ``backward``/``optimizer_step`` are plain
+    torch (no gradient all-reduce: these tests train with lr 0), ``grad_acc_step`` 1,
+    ``print`` silent.
     """
+    from oat.utils.deepspeed import DeepspeedStrategy
 
-    grad_acc_step = 1
+    class GlooStrategy(DeepspeedStrategy):
+        grad_acc_step = 1
 
-    def __init__(self, args: Any):
-        self.args = args
+        @property
+        def world_size(self) -> int:
+            import torch.distributed as dist
 
-    def is_rank_0(self) -> bool:
-        return True
+            return dist.get_world_size()
 
-    def print(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        def print(self, *args: Any, **kwargs: Any) -> None:
+            pass
 
-    def all_reduce(self, tensor: Any, op: str = "mean") -> Any:
-        return tensor
+        backward_calls = 0
 
-    def backward(self, loss: Any, model: Any, optimizer: Any) -> None:
-        loss.backward()
+        def backward(self, loss: Any, model: Any, optimizer: Any, **kwargs: Any) -> None:
+            self.backward_calls += 1
+            loss.backward()
 
-    def get_gradient_norm(self, model: Any) -> float:
-        return 0.0
+        def get_gradient_norm(self, model: Any, **kwargs: Any) -> float:
+            return 0.0
 
-    def optimizer_step(self, optimizer: Any, model: Any, scheduler: Any) -> None:
-        optimizer.step()
-        optimizer.zero_grad()
+        def optimizer_step(self, optimizer: Any, model: Any, scheduler: Any, **kwargs: Any) -> None:
+            optimizer.step()
+            optimizer.zero_grad()
+
+    return GlooStrategy(args=args)
 
 
 _GROUP = {"ready": False}
 
 
 def _one_rank_group() -> None:
+    """A one-rank gloo group for ``learn()``, unless a group is up already (tests/test_multi_rank.py)."""
     import torch.distributed as dist
 
     if not dist.is_initialized():
@@ -98,7 +105,7 @@ class CapturingLearner:
         args = make_args(**overrides)
         learner = _Learner.__new__(_Learner)  # LearnerBase.__init__ only stores launch info
         learner.args = args
-        learner.strategy = OneRankStrategy(args)
+        learner.strategy = gloo_strategy(args)
         learner.model = LLM(tiny_model_path(), use_flash_attention_2=False, bf16=False)
         learner.optimizer = torch.optim.SGD(learner.model.parameters(), lr=0.0)
         learner.scheduler = None
@@ -113,12 +120,14 @@ class CapturingLearner:
         learner.gradient_update_st = 0.0
         learner.dataset_builder = MultiTurnTransitionDataset
         learner.captured = {}
+        learner.trained = []  # (input ids, advantage) per grad pass, in order (pads repeat a key)
         oat_aggregator = masked_sum  # critic_type drgrpo: masked_sum / generate_max_length
 
         def aggregator(values, mask, axis=None):
             m = mask.float()
             v = values.detach()
             learner.captured[learner._current] = float(-(v * m).sum() / m.sum())
+            learner.trained.append((learner._current, learner.captured[learner._current]))
             return oat_aggregator(values, mask, axis=axis, constant_normalizer=args.generate_max_length)
 
         learner.masked_aggregator = aggregator
@@ -131,6 +140,7 @@ class CapturingLearner:
         _one_rank_group()
         learner = self.learner
         learner.captured = {}
+        learner.trained = []
         learner.pi_buffer.clear()
         learner.process_feedback_data(episodes)
         with contextlib.ExitStack() as stack:
