@@ -275,3 +275,43 @@ def step_reinforce(pipeline_config: AgenticConfig, token_rewards: np.ndarray, re
         for j in range(n, adv.shape[0]):
             pads.append((adv[j], batch.batch["response_mask"][j].numpy()))
     return out
+
+
+def train_batch(pipeline_config: AgenticConfig, rollouts: list[DataProto], compute_log_probs: Any) -> DataProto:
+    """The batch ``actor_train.train_step`` receives: `GemAgenticPipeline.run`'s steps from the
+    rollout batch to the actor update (one training rank, no reference model), in ROLL's order
+    and with ROLL's functions: concat (the rollout scheduler's ``get_batch``), ``sample_uuid``,
+    returns, ``adjust_batch``, old log-probs from ``compute_log_probs`` (the actor cluster's,
+    ``enable_old_logprobs_recompute``), ``ref_log_probs`` mocked from them (no reference), the
+    response-level mask, the step_reinforce chain with our normaliser, the train-infer
+    correction, ``batch_balance``."""
+    from roll.pipeline.agentic.utils import get_agentic_response_level_mask
+    from roll.utils.functionals import batch_balance
+    from roll.utils.train_infer_corrections import apply_train_infer_correction_to_batch
+
+    cfg = pipeline_config
+    batch = DataProto.concat(rollouts)
+    batch.non_tensor_batch["sample_uuid"] = np.array(
+        [f"{traj_id}_{i}" for i, traj_id in enumerate(batch.non_tensor_batch["traj_id"])], dtype=object)
+    batch.meta_info.update(global_step=0, _broadcast_non_tensor_batch=True, loss_mask_keys=["response_mask"])
+    batch = compute_discounted_returns(batch, cfg.adv_estimator, cfg.step_reward_gamma)
+    batch = pipeline_at_dp(cfg, 1).adjust_batch(batch, mode=cfg.batch_adjust_mode)
+    batch.meta_info["is_offload_states"] = False
+    if not cfg.enable_old_logprobs_recompute or cfg.enable_reference:  # pragma: no cover - the recipe's config
+        raise AssertionError("train_batch follows the recipe's config: old log-probs recomputed, no reference")
+    batch_balance(batch, dp_size=1, minibatch_size=len(batch))
+    batch.batch["old_log_probs"] = compute_log_probs(batch).batch["log_probs"]
+    batch.batch["ref_log_probs"] = batch.batch["old_log_probs"].clone()
+    batch, _ = get_agentic_response_level_mask(batch, cfg)
+    with exact_reward_norm():
+        batch, _ = compute_response_level_rewards(batch=batch, pipeline_config=cfg)
+    kl_ctrl = get_kl_controller(init_kl_coef=cfg.init_kl_coef, target_kl=cfg.target_kl, kl_horizon=cfg.kl_horizon)
+    batch, _ = compute_token_reward(batch, cfg, kl_ctrl)
+    batch = agentic_compute_advantage(
+        data=batch, gamma=cfg.gamma, lambd=cfg.lambd, adv_estimator=cfg.adv_estimator, advantage_clip=cfg.advantage_clip,
+        whiten_advantages=cfg.whiten_advantages, whiten_rewards=cfg.whiten_rewards, pipeline_config=cfg,
+    )
+    batch, _ = apply_train_infer_correction_to_batch(cfg, batch, update_mask_keys=batch.meta_info["loss_mask_keys"])
+    args = cfg.actor_train.training_args
+    batch_balance(batch, dp_size=1, minibatch_size=args.per_device_train_batch_size * args.gradient_accumulation_steps)
+    return batch
