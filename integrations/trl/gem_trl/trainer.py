@@ -10,7 +10,8 @@ returned (``gem_token_rewards``): `gem_core.rl.token_advantages` with
 mask (``completion_mask * env_mask``); ``G_t = r_t + gamma * G_{t+1}`` per episode;
 ``A = (G - mean G) / (std G + eps)`` over every (episode, turn) of the whole generation
 batch: with several processes the rows of every process are gathered before
-normalising, and each process keeps its own slice. Env tokens get 0.
+normalising (the processes may hold different numbers of rows and widths), and each
+process keeps its own rows. Env tokens get 0.
 
 What the user does not pass:
 
@@ -23,7 +24,8 @@ What the user does not pass:
 Every rollout output is checked before TRL uses it: one completion per prompt (TRL does
 not check), and per row as many log-probs, mask and reward entries as completion ids.
 Metrics go through TRL's own logging (``gem/success_rate``, ``gem/mean_turns``,
-``gem/episode_return``, ``gem/adv_abs_mean``, ``gem/generate_batches``).
+``gem/episode_return``, ``gem/adv_abs_mean``, ``gem/generate_batches``); the first four are
+means over the episodes (generated tokens) of every process.
 """
 
 from __future__ import annotations
@@ -218,7 +220,8 @@ class GemGRPOTrainer(GRPOTrainer):
         """Per-token ReBN over the generation batch of every process; this process's rows back.
 
         Args:
-            token_rewards: ``(B, T)`` per-token rewards of this process's rows.
+            token_rewards: ``(B, T)`` per-token rewards of this process's rows (``B`` and
+                ``T`` may differ between processes).
             mask: ``(B, T)``, non-zero on generated tokens (the loss mask).
             gamma: the discount (default ``args.gamma``).
 
@@ -234,32 +237,36 @@ class GemGRPOTrainer(GRPOTrainer):
         if acc.num_processes == 1:
             adv, _ = token_advantages(rewards, mask, gamma=gamma, estimator="rebn", eps=self.args.rebn_eps)
             return adv
-        # Every process's rows enter the statistics: gather (padded to one width), then slice.
-        width = rewards.shape[1]
-        all_rewards = acc.gather(acc.pad_across_processes(rewards.to(acc.device), dim=1, pad_index=0))
-        all_mask = acc.gather(acc.pad_across_processes(mask.to(acc.device), dim=1, pad_index=0))
+        # Every process's rows enter the statistics. Gloo and NCCL gather equal shapes only, so
+        # each process pads to the largest (rows, width), and the padding rows are dropped again:
+        # the processes may hold different numbers of rows.
+        sizes = acc.gather(torch.tensor([list(rewards.shape)], device=acc.device)).tolist()
+        rows, width = max(n for n, _ in sizes), max(w for _, w in sizes)
+
+        def gathered(x: torch.Tensor) -> torch.Tensor:
+            padded = x.new_zeros((rows, width))
+            padded[: x.shape[0], : x.shape[1]] = x
+            return acc.gather(padded.to(acc.device))
+
+        keep = [p * rows + i for p, (n, _) in enumerate(sizes) for i in range(n)]
+        all_rewards, all_mask = gathered(rewards)[keep], gathered(mask)[keep]
         adv, _ = token_advantages(all_rewards, all_mask, gamma=gamma, estimator="rebn", eps=self.args.rebn_eps)
-        n = rewards.shape[0]
-        return adv[acc.process_index * n : (acc.process_index + 1) * n, :width].to(rewards.device)
+        start = sum(n for n, _ in sizes[: acc.process_index])
+        return adv[start : start + rewards.shape[0], : rewards.shape[1]].to(rewards.device)
 
     def _log_gem_metrics(self, rollout: dict[str, Any], advantages: torch.Tensor, mask: torch.Tensor) -> None:
         mode = "train" if self.model.training else "eval"
-        device = self.accelerator.device
-        local = torch.tensor(
-            [
-                [float(s), float(t), float(r)]
-                for s, t, r in zip(rollout.get("gem_success", []), rollout.get("gem_num_turns", []), rollout["gem_return"], strict=False)
-            ]
-            or [[0.0, 0.0, 0.0]],
-            device=device,
-        )
-        stats = self.accelerator.gather(local).mean(dim=0).tolist()
-        m = self._metrics[mode]
-        m["gem/success_rate"].append(stats[0])
-        m["gem/mean_turns"].append(stats[1])
-        m["gem/episode_return"].append(stats[2])
+        # (sum, count) per metric from every process, so the means are over all episodes (and
+        # all generated tokens) even where the processes hold different numbers of them.
         on = mask.bool()
-        m["gem/adv_abs_mean"].append(float(advantages[on].abs().mean()) if on.any() else 0.0)
+        local = [[float(sum(map(float, rollout.get(key) or []))), float(len(rollout.get(key) or []))]
+                 for key in ("gem_success", "gem_num_turns", "gem_return")]
+        local.append([float(advantages[on].abs().sum()), float(on.sum())])
+        totals = self.accelerator.gather(torch.tensor([local], dtype=torch.float64, device=self.accelerator.device)).sum(dim=0)
+        means = [float(s / c) if c > 0 else 0.0 for s, c in totals.tolist()]
+        m = self._metrics[mode]
+        for name, value in zip(("success_rate", "mean_turns", "episode_return", "adv_abs_mean"), means, strict=True):
+            m[f"gem/{name}"].append(value)
         stats_ = getattr(self.gem_rollout, "stats", None) or {}
         if "batches" in stats_:
             m["gem/generate_batches"].append(float(stats_["batches"]))
