@@ -13,11 +13,6 @@ every rank raise `UsageError`.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import traceback
-from datetime import timedelta
-
 import numpy as np
 import pytest
 
@@ -25,6 +20,7 @@ pytest.importorskip("oat", reason="gem-oat's tests need oat-llm 0.2.4 (make venv
 
 from gem_core.errors import UsageError  # noqa: E402
 from gem_core.rl.advantages import per_turn_advantages  # noqa: E402
+from gem_core.testing.ranks import RankProcesses, gloo_group, reporting  # noqa: E402
 from tests.conftest import tiny_model_path  # noqa: E402
 from tests.oat_harness import CapturingLearner, row_transitions  # noqa: E402
 
@@ -49,18 +45,17 @@ def _batch():
     return episodes, [[key for _, _, key in turns] for turns in index]
 
 
-def _rank_main(rank: int, store: str, conn, shards=None) -> None:
+def _rank_main(rank: int, conn, store: str, shards=None) -> None:
     """One learner rank: oat's learn() on its episodes; sends back what it trained on."""
-    try:
-        import torch.distributed as dist
-
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's rank-to-rank pairs on loopback only
-        dist.init_process_group(
-            "gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD, timeout=timedelta(seconds=TIMEOUT_S)
-        )
+    with reporting(conn):
+        gloo_group(rank, WORLD, store, timeout_s=TIMEOUT_S)
         episodes, _ = _batch()
         lrn = CapturingLearner(gamma=GAMMA)
-        lrn.learn(episodes[(shards or SHARDS)[rank]])
+        try:
+            lrn.learn(episodes[(shards or SHARDS)[rank]])
+        except UsageError as exc:
+            conn.send(("usage_error", str(exc)))
+            return
         learner = lrn.learner
         conn.send(
             (
@@ -73,15 +68,6 @@ def _rank_main(rank: int, store: str, conn, shards=None) -> None:
                 },
             )
         )
-    except UsageError as exc:
-        conn.send(("usage_error", str(exc)))
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        import torch.distributed as dist
-
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def _rebn(episodes: slice, keys: list[list[tuple[int, ...]]]) -> dict[tuple[int, ...], float]:
@@ -94,37 +80,9 @@ def _rebn(episodes: slice, keys: list[list[tuple[int, ...]]]) -> dict[tuple[int,
 def _run_ranks(tmp_path, shards=None) -> list[tuple[str, object]]:
     """Spawn the two ranks; each one's ``(status, payload)``. A hang or a dead rank fails."""
     tiny_model_path()  # build the cached model once, before the ranks load it
-    ctx = multiprocessing.get_context("spawn")
-    pipes = [ctx.Pipe() for _ in range(WORLD)]
     store = str(tmp_path / "store")  # gloo's rendezvous: a file, no TCP store
-    procs = [
-        ctx.Process(target=_rank_main, args=(r, store, pipes[r][1], shards), daemon=True)
-        for r in range(WORLD)
-    ]
-    for p, (_, child_end) in zip(procs, pipes, strict=True):
-        p.start()
-        child_end.close()  # the child holds it now: its death closes the pipe
-
-    def recv(rank):
-        conn = pipes[rank][0]
-        try:
-            assert conn.poll(TIMEOUT_S), f"rank {rank} sent nothing in {TIMEOUT_S} s (hung)"
-            status, payload = conn.recv()
-        except EOFError:
-            procs[rank].join(TIMEOUT_S)
-            pytest.fail(f"rank {rank} died (exit code {procs[rank].exitcode}) without a reply")
-        assert status != "error", f"rank {rank} failed:\n{payload}"
-        return status, payload
-
-    try:
-        results = [recv(r) for r in range(WORLD)]
-        for p in procs:
-            p.join(TIMEOUT_S)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-    return results
+    with RankProcesses(_rank_main, WORLD, args=(store, shards), timeout_s=TIMEOUT_S) as ranks:
+        return [ranks.recv_status(r) for r in range(WORLD)]
 
 
 def test_each_rank_whitens_with_the_whole_batch_statistics(tmp_path):

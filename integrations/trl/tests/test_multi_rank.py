@@ -20,10 +20,8 @@ alone is something else (so the check can fail).
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
 import socket
-import traceback
 from typing import Any
 
 import pytest
@@ -34,6 +32,7 @@ import torch  # noqa: E402
 
 from gem_core.rl import token_advantages  # noqa: E402
 from gem_core.testing.conformance import SCENARIO  # noqa: E402
+from gem_core.testing.ranks import RankProcesses, reporting  # noqa: E402
 
 from .conftest import make_trainer, tiny_model_path  # noqa: E402
 
@@ -67,9 +66,9 @@ def _shard(rows: int, width: int, seed: int) -> tuple[torch.Tensor, torch.Tensor
     return rewards, mask
 
 
-def _rank_main(rank: int, port: int, tmp: str, conn: Any) -> None:
+def _rank_main(rank: int, conn: Any, port: int, tmp: str) -> None:
     """One TRL data-parallel rank: play its episodes, run the uneven shard, send back what it got."""
-    try:
+    with reporting(conn):
         from gem_trl import GemRollout
 
         from gem_core.rl.testing import TinyModelGenerator
@@ -112,40 +111,12 @@ def _rank_main(rank: int, port: int, tmp: str, conn: Any) -> None:
         trainer._log_gem_metrics(episodes, uneven, mask)
         metrics = {k: v[-1] for k, v in trainer._metrics["train"].items()}
         conn.send(("ok", {"played": played, "uneven": uneven, "uneven_metrics": metrics}))
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        if torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
 
 
 def _run_ranks(tmp: str) -> list[dict[str, Any]]:
     tiny_model_path()  # built once here, not by both ranks at the same time
-    ctx = multiprocessing.get_context("spawn")
-    pipes = [ctx.Pipe() for _ in range(WORLD)]
-    port = _free_port()
-    procs = [ctx.Process(target=_rank_main, args=(r, port, tmp, pipes[r][1]), daemon=True) for r in range(WORLD)]
-    for p, (_, child_end) in zip(procs, pipes, strict=True):
-        p.start()
-        child_end.close()  # the child holds it now: its death closes the pipe
-    try:
-        results = []
-        for rank, (conn, _) in enumerate(pipes):
-            try:
-                assert conn.poll(TIMEOUT_S), f"rank {rank} sent nothing in {TIMEOUT_S} s (hung)"
-                status, payload = conn.recv()
-            except EOFError:
-                procs[rank].join(TIMEOUT_S)
-                pytest.fail(f"rank {rank} died (exit code {procs[rank].exitcode}) without a reply")
-            assert status == "ok", f"rank {rank} failed:\n{payload}"
-            results.append(payload)
-        for p in procs:
-            p.join(TIMEOUT_S)
-        return results
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+    with RankProcesses(_rank_main, WORLD, args=(_free_port(), tmp), timeout_s=TIMEOUT_S) as ranks:
+        return [ranks.recv(r) for r in range(WORLD)]
 
 
 def _concat(parts: list[torch.Tensor]) -> torch.Tensor:

@@ -13,10 +13,7 @@ STUBS.md.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import traceback
-from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -29,6 +26,8 @@ from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
+
+from gem_core.testing.ranks import RankProcesses, gloo_group, reporting  # noqa: E402
 
 WORLD = 2
 ROWS = 4  # episodes of 1, 2, 3 and 4 turns; verl's chunk needs a multiple of the dp size
@@ -60,9 +59,9 @@ def _actor_backward(model, data: TensorDict, actor, dp_size: int) -> torch.Tenso
     return loss.detach()
 
 
-def _rank_main(rank: int, store: str, conn) -> None:
+def _rank_main(rank: int, conn, store: str) -> None:
     """One data-parallel rank: report its dp rank, train on its chunk, send back what it saw."""
-    try:
+    with reporting(conn):
         from transformers import AutoModelForCausalLM
         from verl.single_controller.base.worker import Worker
         from verl.trainer.ppo.core_algos import get_adv_estimator_fn
@@ -70,10 +69,7 @@ def _rank_main(rank: int, store: str, conn) -> None:
         torch.set_num_threads(1)
         # verl's Worker reads its rank from the environment its worker group sets.
         os.environ.update(WORLD_SIZE=str(WORLD), RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT="0")
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's rank-to-rank pairs on loopback only
-        dist.init_process_group(
-            "gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD, timeout=timedelta(seconds=TIMEOUT_S)
-        )
+        gloo_group(rank, WORLD, store, timeout_s=TIMEOUT_S)
         worker = Worker()
         # As ActorRolloutRefWorker registers the "actor" mesh (its engine's dp rank; pure DP here).
         worker._register_dispatch_collect_info("actor", dp_rank=dist.get_rank(), is_collect=True)
@@ -95,11 +91,6 @@ def _rank_main(rank: int, store: str, conn) -> None:
         averaged = torch.cat([g.flatten() for g in grads])
         conn.send(("ok", {"uid": list(data["uid"]), "advantages": received, "local_rebn": local,
                           "loss": loss, "local_grad": local_grad, "averaged_grad": averaged}))
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def _padded_batch(reference, model) -> DataProto:
@@ -146,26 +137,8 @@ def test_each_rank_trains_on_the_drivers_rebn_rows(reference, verl_config, tiny_
     from verl.workers.engine_workers import ActorRolloutRefWorker
     from verl.workers.utils.padding import left_right_2_no_padding
 
-    ctx = multiprocessing.get_context("spawn")
-    pipes = [ctx.Pipe() for _ in range(WORLD)]
     store = str(tmp_path / "store")  # gloo's rendezvous: a file, no TCP store
-    procs = [ctx.Process(target=_rank_main, args=(r, store, pipes[r][1]), daemon=True) for r in range(WORLD)]
-    for p, (_, child_end) in zip(procs, pipes, strict=True):
-        p.start()
-        child_end.close()  # the child holds it now: its death closes the pipe
-
-    def recv(rank):
-        conn = pipes[rank][0]
-        try:
-            assert conn.poll(TIMEOUT_S), f"rank {rank} sent nothing in {TIMEOUT_S} s (hung)"
-            status, payload = conn.recv()
-        except EOFError:
-            procs[rank].join(TIMEOUT_S)
-            pytest.fail(f"rank {rank} died (exit code {procs[rank].exitcode}) without a reply")
-        assert status == "ok", f"rank {rank} failed:\n{payload}"
-        return payload
-
-    try:
+    with RankProcesses(_rank_main, WORLD, args=(store,), timeout_s=TIMEOUT_S) as ranks:
         # The driver, while the ranks start: rebn over the whole batch, then the trainer's conversion.
         algo = omega_conf_to_dataclass(verl_config.algorithm)
         actor_conf = OmegaConf.merge(verl_config.actor_rollout_ref.actor, {"ppo_micro_batch_size_per_gpu": 1})
@@ -191,16 +164,10 @@ def test_each_rank_trains_on_the_drivers_rebn_rows(reference, verl_config, tiny_
         dispatch_fn = getattr(ActorRolloutRefWorker.update_actor, MAGIC_ATTR)["dispatch_mode"]["dispatch_fn"]
         # The chunks go through pipes, not Ray's object store (STUBS.md).
         monkeypatch.setattr("verl.utils.ray_utils.parallel_put", lambda items, max_workers=None: list(items))
-        (chunks,), _ = dispatch_fn(Ranks([recv(r) for r in range(WORLD)]), batch_td)
+        (chunks,), _ = dispatch_fn(Ranks([ranks.recv(r) for r in range(WORLD)]), batch_td)
         for r in range(WORLD):
-            pipes[r][0].send((tiny_model_path, actor, algo, chunks[r]))
-        results = [recv(r) for r in range(WORLD)]
-        for p in procs:
-            p.join(TIMEOUT_S)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+            ranks.send(r, (tiny_model_path, actor, algo, chunks[r]))
+        results = [ranks.recv(r) for r in range(WORLD)]
 
     # Every row on exactly one rank, and each rank's advantages are the driver's rows, exactly.
     seen = [uid for res in results for uid in res["uid"]]
