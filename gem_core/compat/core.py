@@ -185,8 +185,10 @@ class CompatEnv(EnvWrapper):
       the first reset that has none; keywords become reset options (``idx`` → ``index``).
     - ``info["suffix"]`` on every reset and step: the env's ``get_task_suffix()`` when it
       has one, else its one-line ``format_hint()`` (games), else ``""``.
-    - ``terminate_on_truncation=True``: the reference episode-end convention, for loops
-      that test only ``terminated``: a truncated step also reports ``terminated=True``.
+    - ``terminate_on_truncation=True`` (the default): the reference episode-end convention,
+      for loops that test only ``terminated``: a truncated step (the turn limit) also
+      reports ``terminated=True``. ``False``: gymnasium's (``terminated=False,
+      truncated=True`` at the limit).
     - attributes: ``env_id``, ``entry_point`` and ``seed`` (as the reference's ``make``
       sets them), ``dataset`` (the inner env's ``dataset``, else its ``rows``), and every
       attribute of the wrapped layers on read.
@@ -195,7 +197,7 @@ class CompatEnv(EnvWrapper):
         env: the env built by `gem_core.make`.
         env_id: the id it was made from.
         seed: the first reset's seed, or None.
-        terminate_on_truncation: see above (default False).
+        terminate_on_truncation: see above (default True, the reference's).
         make_kwargs: the constructor kwargs, for `spawn`.
     """
 
@@ -205,7 +207,7 @@ class CompatEnv(EnvWrapper):
         *,
         env_id: str,
         seed: int | None = None,
-        terminate_on_truncation: bool = False,
+        terminate_on_truncation: bool = True,
         make_kwargs: dict[str, Any] | None = None,
     ):
         super().__init__(env)

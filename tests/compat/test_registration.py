@@ -76,16 +76,31 @@ def test_game_max_turns_is_the_turn_limit():
     env = gem.make(GUESS, max_turns=2, seed=0)
     assert env.max_turns == 2
     env.reset()
-    env.step("\\boxed{1}")
     _, _, terminated, truncated, _ = env.step("\\boxed{1}")
-    assert truncated and not terminated  # gem_core's convention by default
+    assert not terminated and not truncated
+    _, _, terminated, truncated, _ = env.step("\\boxed{1}")
+    assert terminated and truncated  # the reference's convention by default
 
 
-def test_terminate_on_truncation_is_the_reference_convention():
-    env = gem.make(GUESS, max_turns=1, seed=0, terminate_on_truncation=True)
-    env.reset()
-    _, _, terminated, truncated, _ = env.step("\\boxed{1}")
-    assert terminated and truncated
+def test_a_loop_testing_only_terminated_ends_at_the_turn_limit():
+    """A loop written for the reference (ROLL's tests only ``terminated``) stops at the limit."""
+    vec = gem.make_vec([GUESS], seed=0, max_turns=3)  # kept: the vector env owns its sub-envs
+    for env in (gem.make(GUESS, max_turns=3, seed=0), vec.envs[0]):
+        env.reset()
+        steps, terminated = 0, False
+        while not terminated:
+            _, _, terminated, _, _ = env.step("\\boxed{1}")
+            steps += 1
+            assert steps <= 3, "stepped past the turn limit"
+        assert steps == 3
+
+
+def test_gymnasium_convention_on_request():
+    vec = gem.make_vec([GUESS], seed=0, max_turns=1, terminate_on_truncation=False)
+    for env in (gem.make(GUESS, max_turns=1, seed=0, terminate_on_truncation=False), vec.envs[0]):
+        env.reset()
+        _, _, terminated, truncated, _ = env.step("\\boxed{1}")
+        assert truncated and not terminated
 
 
 def test_reset_keywords_become_options():

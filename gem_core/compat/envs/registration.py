@@ -130,13 +130,15 @@ def _factory(env_spec: _reg.EnvSpec) -> Callable[..., Any] | None:
         return None
 
 
-def make(env_id: str, *, terminate_on_truncation: bool = False, **kwargs: Any) -> CompatEnv:
+def make(env_id: str, *, terminate_on_truncation: bool = True, **kwargs: Any) -> CompatEnv:
     """Build a gem_core env the way the reference's ``gem.make(env_id, **kwargs)`` does.
 
     Args:
         env_id: a gem_core id or a gem-llm 0.0.4 alias (`LEGACY_ALIASES`).
-        terminate_on_truncation: report ``terminated=True`` on truncated steps too (the
-            reference convention, for loops that test only ``terminated``).
+        terminate_on_truncation: report ``terminated=True`` on truncated steps too: the
+            reference convention (the default), for loops that test only ``terminated``.
+            ``False`` gives gymnasium's (``terminated=False, truncated=True`` at the
+            turn limit).
         **kwargs: constructor kwargs. ``seed`` seeds the first reset (unless the gem_core
             constructor takes ``seed`` itself); the other `REFERENCE_ONLY_KWARGS` are
             dropped when the constructor does not take them; ``max_turns`` is dropped for
@@ -245,7 +247,7 @@ def make_vec(
     async_mode: bool = False,
     seed: int = 0,
     *,
-    terminate_on_truncation: bool = False,
+    terminate_on_truncation: bool = True,
     **kwargs: Any,
 ):
     """Vectorize envs the reference way (one sub-env per entry of ``env_ids``).
