@@ -204,6 +204,29 @@ def test_register_string_entry_point_and_plain_class():
         dict.pop(gem_core.registry, env_id, None)
 
 
+def test_register_takes_ids_without_a_category_as_the_reference_does():
+    from gem_core.compat.envs.registration import PLAIN_IDS
+
+    gem.register("compat_plain_sokoban", PlainRefEnv, word="box")  # ROLL's register("sokoban", ...)
+    gem.register("compat_plain_other", PlainRefEnv, plain_id_category="mine")
+    try:
+        assert PLAIN_IDS["compat_plain_sokoban"] == "custom:compat_plain_sokoban"
+        assert "mine:compat_plain_other" in gem_core.registry
+        env = gem.make("compat_plain_sokoban")
+        assert env.env_id == "compat_plain_sokoban" and env.reset()[0] == "box"
+        assert gem.make("custom:compat_plain_sokoban").reset()[0] == "box"
+        vec = gem.make_vec(["compat_plain_sokoban", "compat_plain_other"])
+        assert [e.reset()[0] for e in vec.envs] == ["box", "abc"]
+        with pytest.raises(DuplicateEnvError, match="'compat_plain_sokoban' is already registered"):
+            gem.register("compat_plain_sokoban", PlainRefEnv)
+        with pytest.raises(RegistrationError, match="plain_id_category"):
+            gem.register("compat_plain_third", PlainRefEnv, plain_id_category="a:b")
+        assert "compat_plain_third" not in PLAIN_IDS
+    finally:
+        for plain in ("compat_plain_sokoban", "compat_plain_other"):
+            dict.pop(gem_core.registry, PLAIN_IDS.pop(plain, ""), None)
+
+
 def test_register_rejects_malformed_entry_point():
     with pytest.raises(RegistrationError, match="malformed"):
         gem.register("compat_test:Bad-v0", "no_colon")

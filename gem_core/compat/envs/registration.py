@@ -37,6 +37,8 @@ __all__ = [
     "REFERENCE_ONLY_KWARGS",
     "SINGLE_TURN_FAMILIES",
     "DuplicateEnvError",
+    "PLAIN_IDS",
+    "PLAIN_ID_CATEGORY",
 ]
 
 logger = logging.getLogger("gem_core.compat")
@@ -96,12 +98,22 @@ class DuplicateEnvError(RegistrationError, ValueError):
     """`register` of an id that is already registered (a ``ValueError``, as in the reference)."""
 
 
+PLAIN_ID_CATEGORY = "custom"
+"""The category `register` files an id without one under (``"sokoban"`` -> ``"custom:sokoban"``)."""
+
+PLAIN_IDS: dict[str, str] = {}
+"""Ids registered through `register` without a category -> the gem_core id they are filed under."""
+
+
 def resolve(env_id: str) -> tuple[_reg.EnvSpec, dict[str, Any]]:
-    """The gem_core `EnvSpec` of ``env_id`` (a 0.0.4 alias included) and the alias's kwargs.
+    """The gem_core `EnvSpec` of ``env_id`` (a 0.0.4 alias or a plain id `register` filed
+    under a category included) and the alias's kwargs.
 
     Raises:
         NameNotFound / VersionNotFound: an id neither registry knows (with close matches).
     """
+    if isinstance(env_id, str) and env_id in PLAIN_IDS and not dict.__contains__(_reg.registry, env_id):
+        return _reg.spec(PLAIN_IDS[env_id]), {}
     if isinstance(env_id, str) and env_id in LEGACY_ALIASES and not dict.__contains__(_reg.registry, env_id):
         target, kwargs = LEGACY_ALIASES[env_id]
         return _reg.spec(target), dict(kwargs)
@@ -202,7 +214,13 @@ def _build_reference_style(entry_point: str | Callable[..., Any], **kwargs: Any)
     return LegacyEnvAdapter(env) if LegacyEnvAdapter.needed(env) else env
 
 
-def register(env_id: str, entry_point: str | Callable[..., Any], **kwargs: Any) -> _reg.EnvSpec:
+def register(
+    env_id: str,
+    entry_point: str | Callable[..., Any],
+    *,
+    plain_id_category: str = PLAIN_ID_CATEGORY,
+    **kwargs: Any,
+) -> _reg.EnvSpec:
     """Register an env the reference way: extra keywords are constructor kwargs.
 
     The entry point may be a reference-style class (``reset(self, seed=None)`` without
@@ -210,11 +228,31 @@ def register(env_id: str, entry_point: str | Callable[..., Any], **kwargs: Any) 
     Such envs keep their own life cycle (no `OrderEnforcing`: a ``step`` before
     ``reset`` reaches the env, as in the reference).
 
+    An id without a category (``register("sokoban", ...)``, which the reference accepts)
+    is filed in gem_core's registry as ``f"{plain_id_category}:{env_id}"``
+    (``custom:sokoban``); `make` and `make_vec` take the plain id as well as the filed one
+    (`PLAIN_IDS`). Like every registration it lives in the process that made it: import
+    the registering module in worker processes too (``gem_core.use_env_modules``).
+
     Raises:
         DuplicateEnvError: ``env_id`` is already registered (a ``ValueError`` and a
             `RegistrationError`); use ``gem_core.register(..., override=True)`` to replace.
-        RegistrationError: a malformed id or entry point.
+        RegistrationError: a malformed id, category or entry point.
     """
+    plain = isinstance(env_id, str) and ":" not in env_id
+    if plain:
+        if env_id in PLAIN_IDS:
+            raise DuplicateEnvError(
+                f"env id {env_id!r} is already registered (as {PLAIN_IDS[env_id]!r}); pick another id"
+            )
+        if not isinstance(plain_id_category, str) or not plain_id_category or ":" in plain_id_category:
+            raise RegistrationError(
+                f"{env_id}: plain_id_category must be a non-empty name without ':', got {plain_id_category!r}"
+            )
+        filed = f"{plain_id_category}:{env_id}"
+        spec = register(filed, entry_point, **kwargs)
+        PLAIN_IDS[env_id] = filed
+        return spec
     if dict.__contains__(_reg.registry, env_id):
         raise DuplicateEnvError(
             f"env id {env_id!r} is already registered; pick another id, or replace it with "
