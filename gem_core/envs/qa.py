@@ -124,6 +124,12 @@ class QaEnv(DatasetTaskEnv):
         self.prompt_template = template
 
     @property
+    def answer(self) -> Any:
+        """The current question's answer as the dataset gives it (a string, a number or a
+        list of acceptable answers; the reference's ``env.answer``), ``None`` before reset."""
+        return self.row[self.answer_key] if self.row is not None else None
+
+    @property
     def references(self) -> list[str]:
         """The acceptable answers of the current question."""
         return as_references(self.row[self.answer_key]) if self.row is not None else []

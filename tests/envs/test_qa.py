@@ -12,6 +12,7 @@ import gem_core
 from gem_core.data import SAMPLES_DIR, DatasetUnavailable
 from gem_core.envs.qa import QaEnv
 from gem_core.errors import InvalidArgument, ResetNeeded
+from gem_core.grading.qa import as_references
 from gem_core.registration import registry
 
 QA_IDS = sorted(i for i, s in registry.items() if s.entry_point == "gem_core.envs.qa:QaEnv")
@@ -207,3 +208,16 @@ def test_f1_length_penalty_stops_hedging_from_paying():
     assert env.step(f"<answer>{answer}</answer>")[1] == 1.0
     with pytest.raises(InvalidArgument, match=r"f1_length_penalty=True\) applies to reward='f1' only, got reward='em'"):
         _env(f1_length_penalty=True)
+
+
+def test_answer_is_the_rows_answer_as_the_reference_exposes_it():
+    env = _env()
+    assert env.answer is None  # before reset
+    _, info = env.reset(options={"index": 2})
+    assert env.answer == env.rows[info["index"]]["answer"]
+    assert env.references == as_references(env.answer)
+    import gem_core.compat as gem
+
+    compat = gem.make("qa:HotpotQA", data_path="sample")
+    compat.reset(idx=2)
+    assert compat.answer == env.answer  # read through the compat wrapper, as the reference's tests do
