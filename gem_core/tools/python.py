@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 import threading
@@ -82,12 +83,24 @@ class PythonCodeTool(Tool):
         self._owns_sandbox = sandbox is None
         self._sandbox_options = dict(sandbox_options or {})
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._cells: list[str] = []
         self._closed = False
 
     @property
     def sandbox(self) -> Any:
-        """The `Sandbox` this tool runs code in (created on first use)."""
+        """The `Sandbox` this tool runs code in (created on first use).
+
+        A tool that created its own sandbox and is then inherited across a fork (shared by
+        ``make_vec(..., async_mode=True)`` workers, say) makes a fresh sandbox in each new
+        process on first use there: a sandbox's workers serve the process that started
+        them. A sandbox passed in (``sandbox=``) is the caller's and is never replaced.
+        """
+        if self._pid != os.getpid():  # inherited across a fork: the parent's sandbox is not ours
+            self._pid = os.getpid()
+            self._lock = threading.Lock()  # another thread may have held it at the fork
+            if self._owns_sandbox:
+                self._sandbox = None
         if self._sandbox is None:
             with self._lock:
                 if self._sandbox is None:

@@ -94,3 +94,38 @@ def test_arguments_and_instruction():
     text = PythonCodeTool().instruction()
     assert "<python>" in text and "```python" in text and "Code execution result" in text
     assert "persist" in PythonCodeTool(persistent=True).instruction()
+
+
+def _run_in(tool, conn):
+    try:
+        result = tool.run("<python>import os\nprint(6 * 7)</python>")
+        conn.send((result.observation, result.error, tool.sandbox is not None))
+        tool.close()
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        conn.send((repr(exc), True, False))
+
+
+def test_a_tool_used_once_then_shared_across_a_fork_runs_in_each_process():
+    """The reference's pattern: one tool used, then shared by forked async vector workers."""
+    import multiprocessing
+
+    tool = PythonCodeTool()
+    try:
+        first = tool.run("<python>print(1 + 1)</python>")
+        assert not first.error and "2" in first.observation
+        parent_sandbox = tool.sandbox
+        ctx = multiprocessing.get_context("fork")
+        results = []
+        for _ in range(2):
+            ours, theirs = ctx.Pipe()
+            child = ctx.Process(target=_run_in, args=(tool, theirs))
+            child.start()
+            assert ours.poll(120), "the forked child did not answer"
+            results.append(ours.recv())
+            child.join(60)
+        for observation, error, _ in results:
+            assert not error and "42" in observation, observation
+        again = tool.run("<python>print(3 * 3)</python>")  # the parent's sandbox is untouched
+        assert not again.error and "9" in again.observation and tool.sandbox is parent_sandbox
+    finally:
+        tool.close()
