@@ -71,22 +71,16 @@ class GemAliasFinder(importlib.abc.MetaPathFinder):
 
 
 def _real_gem() -> str | None:
-    """Where an importable ``gem`` that is not ours lives (gem-llm), or None."""
+    """Where an importable ``gem`` that is not ours lives (gem-llm), or None. Called while
+    our finder is not installed, so ``find_spec`` asks only the other finders."""
     module = sys.modules.get("gem")
     if module is not None:
-        if getattr(module, "__name__", None) == _TARGET:
-            return None
-        return str(getattr(module, "__file__", None) or module)
-    for finder in sys.meta_path:
-        if isinstance(finder, GemAliasFinder) or not hasattr(finder, "find_spec"):
-            continue
-        try:
-            spec = finder.find_spec("gem", None)
-        except ModuleNotFoundError:
-            return None  # something hides it on purpose
-        if spec is not None:
-            return str(spec.origin or spec.submodule_search_locations or spec.name)
-    return None
+        return None if getattr(module, "__name__", None) == _TARGET else str(getattr(module, "__file__", None) or module)
+    try:
+        spec = importlib.util.find_spec("gem")
+    except ModuleNotFoundError:
+        return None  # something hides it on purpose
+    return None if spec is None else str(spec.origin or spec.submodule_search_locations or spec.name)
 
 
 def install_as_gem() -> GemAliasFinder:

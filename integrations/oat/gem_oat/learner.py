@@ -138,7 +138,7 @@ class GemLearner(PPOMultiTurnLearner):
         if most == len(real):
             return []
         shortest = min(real, key=lambda t: len(t.prompt_ids) + len(t.response_ids))
-        info = {**(shortest.info or {}), "advantages": 0.0, "returns": 0.0, "values": 0.0, "gem_pad": True}
+        info = {**(shortest.info or {}), "advantages": 0.0, "returns": 0.0, "values": 0.0}
         return [dataclasses.replace(shortest, loss_mask=False, info=dict(info)) for _ in range(most - len(real))]
 
     @staticmethod

@@ -15,9 +15,7 @@ tensor to ``torch.cuda.current_device()``: `on_cpu` answers ``"cpu"`` (STUBS.md)
 from __future__ import annotations
 
 import contextlib
-import datetime
 import importlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,15 +164,10 @@ def scatter_rank(rank: int, world_size: int, workdir: str, config: dict[str, Any
     import wandb
     from omegaconf import OmegaConf
 
+    from gem_core.testing.ranks import gloo_group
+
     torch.set_num_threads(1)
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{Path(workdir) / 'store'}",
-        rank=rank,
-        world_size=world_size,
-        timeout=datetime.timedelta(seconds=RANK_TIMEOUT_S),
-    )
+    gloo_group(rank, world_size, str(Path(workdir) / "store"), timeout_s=RANK_TIMEOUT_S)
     wandb.init(mode="disabled")  # RL2's time_logger logs on rank 0
     cfg = OmegaConf.create(config)
     try:
