@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 # The stamp changes when the dependencies or the clone's location change.
 # tests/compat/requirements-gem-llm.txt: the reference package (gem-llm) for the bridge tests,
 # installed --no-deps (its pins would downgrade reasoning-gym; `import gem` needs nothing more).
-CORE_DEPS := pyproject.toml tests/compat/requirements-gem-llm.txt integrations/constraints.txt
+CORE_DEPS := pyproject.toml tests/compat/requirements-gem-llm.txt tests/compat/requirements-reference-suite.txt integrations/constraints.txt
 STAMP_KEY := $(shell cat $(CORE_DEPS) | sha1sum | cut -c1-12)-$(shell echo "$(CURDIR)" | sha1sum | cut -c1-8)
 STAMP := $(VENV)/.installed-$(STAMP_KEY)
 PYTEST_ARGS ?=
@@ -101,6 +101,7 @@ $(STAMP): $(CORE_DEPS)
 	"$(PY)" -m pip install --quiet --upgrade pip
 	"$(PY)" -m pip install --quiet -c integrations/constraints.txt -e ".[dev]"
 	"$(PY)" -m pip install --quiet --no-deps -r tests/compat/requirements-gem-llm.txt
+	"$(PY)" -m pip install --quiet -c integrations/constraints.txt -r tests/compat/requirements-reference-suite.txt
 	@rm -f "$(VENV)"/.installed-*
 	@touch "$(STAMP)"
 

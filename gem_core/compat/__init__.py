@@ -9,6 +9,7 @@ differences). Not imported by ``import gem_core``. Without gem-llm installed,
 
 from __future__ import annotations
 
+from gem_core.compat._not_ported import NotPorted
 from gem_core.compat.alias import install_as_gem, uninstall_as_gem
 from gem_core.compat.core import CompatEnv, Env, EnvWrapper
 from gem_core.compat.envs.registration import make, make_vec, print_envs, register
@@ -23,4 +24,5 @@ __all__ = [
     "register",
     "install_as_gem",
     "uninstall_as_gem",
+    "NotPorted",
 ]

@@ -15,15 +15,18 @@ from __future__ import annotations
 import inspect
 import logging
 import random
-from typing import Any
+from typing import Any, TypeVar
 
 from gem_core.core import Env as _CoreEnv
 from gem_core.core import Wrapper as _CoreWrapper
 from gem_core.errors import InvalidKwarg
 
-__all__ = ["Env", "EnvWrapper", "ForwardingMixin", "CompatEnv", "LegacyEnvAdapter", "reset_options"]
+__all__ = ["ObsType", "ActType", "Env", "EnvWrapper", "ForwardingMixin", "CompatEnv", "LegacyEnvAdapter", "reset_options"]
 
 logger = logging.getLogger("gem_core.compat")
+
+ObsType = TypeVar("ObsType")
+ActType = TypeVar("ActType")
 
 # Reset keywords of the reference envs and their gem_core option names.
 _RESET_KEYWORDS = {"idx": "index"}

@@ -33,6 +33,7 @@ __all__ = [
     "print_envs",
     "resolve",
     "ENV_REGISTRY",
+    "EnvSpec",
     "LEGACY_ALIASES",
     "REFERENCE_ONLY_KWARGS",
     "SINGLE_TURN_FAMILIES",
@@ -44,6 +45,7 @@ __all__ = [
 logger = logging.getLogger("gem_core.compat")
 
 ENV_REGISTRY = _reg.registry
+EnvSpec = _reg.EnvSpec
 """gem_core's registry (``id -> gem_core.EnvSpec``), under the reference's name."""
 
 REFERENCE_ONLY_KWARGS: frozenset[str] = frozenset(

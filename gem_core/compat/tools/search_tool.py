@@ -8,7 +8,10 @@ import os
 from gem_core.compat.tools.base_tool import ReferenceMethods
 from gem_core.tools.search import SearchTool as _NativeSearchTool
 
-__all__ = ["SearchTool"]
+__all__ = ["SearchTool", "TIMEOUT"]
+
+TIMEOUT = 5
+"""The reference's default request timeout (seconds)."""
 
 logger = logging.getLogger("gem_core.compat")
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from gem_core.compat._not_ported import missing_values
+
 __all__ = ["TERMINAL_STATE", "LanguageGameReward"]
+
+__getattr__ = missing_values(
+    __name__,
+    ("BASE_IMPORTS", "BASE_LEETCODE_IMPORTS"),
+    instead="gem_core.grading.code.grade_program (programs run as given, in the sandbox)",
+    why="import preambles the reference prepends to graded programs",
+)
 
 TERMINAL_STATE = "<｜TERMINAL_STATE｜>"
 """The final observation of the reference's single-turn envs. gem_core's envs end with

@@ -5,9 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from gem_core.grading.code import extract_code
-from gem_core.grading.extract import extract_boxed, extract_tagged_answer
+from gem_core.grading.extract import boxed_span, extract_boxed, extract_tagged_answer
 
-__all__ = ["extract_last_boxed_answer", "extract_code_from_model", "extract_last_tagged_answer"]
+__all__ = [
+    "extract_last_boxed_answer",
+    "extract_code_from_model",
+    "extract_last_tagged_answer",
+    "last_boxed_only_string",
+    "remove_boxed",
+]
+
+
+def last_boxed_only_string(string: Any) -> str | None:
+    r"""The last complete box with its command and braces (``\boxed{x}``), else None.
+
+    The box `extract_last_boxed_answer` reads (`gem_core.grading.extract.boxed_span`).
+    """
+    span = boxed_span(string)
+    if span is None:
+        return None
+    start, end = span
+    opened = string.rfind("\\", 0, start)
+    head = string[opened:start]
+    return head + string[start:end] + ("}" if head.endswith("{") else "")
+
+
+def remove_boxed(s: Any) -> str | None:
+    r"""``x`` from ``\boxed{x}`` (the whole string must be one box), else None."""
+    left = "\\boxed{"
+    if isinstance(s, str) and s.startswith(left) and s.endswith("}"):
+        return s[len(left) : -1]
+    return None
 
 
 def extract_last_boxed_answer(solution: Any) -> str | None:

@@ -8,7 +8,7 @@ translates the reference's conventions.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from gem_core._closing import Closing
 from gem_core.compat.core import reset_options
@@ -18,7 +18,9 @@ from gem_core.vector import AutoresetMode
 from gem_core.vector import SyncVectorEnv as _NativeSync
 from gem_core.vector.vector_env import expand_seed
 
-__all__ = ["AutoresetMode", "VectorEnv", "SyncVectorEnv", "AsyncVectorEnv", "SubEnvView"]
+__all__ = ["ArrayType", "AutoresetMode", "VectorEnv", "SyncVectorEnv", "AsyncVectorEnv", "SubEnvView"]
+
+ArrayType = TypeVar("ArrayType")
 
 
 class SubEnvView(Sequence):

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, TypeVar
 
 from gem_core.compat.core import ForwardingMixin, reset_options
 from gem_core.core import Env
 from gem_core.errors import InvalidArgument
 from gem_core.wrappers.history import HistoryWrapper, _obs_text
 
-__all__ = ["ObservationWrapper"]
+__all__ = ["ObservationWrapper", "WrapperObsType", "maybe_add_new_line"]
+
+WrapperObsType = TypeVar("WrapperObsType")
 
 
-def _line(text: str) -> str:
+def maybe_add_new_line(text: str) -> str:
+    """``text`` ending in a newline (an empty one stays empty)."""
     return text if not text or text.endswith("\n") else text + "\n"
 
 
@@ -101,9 +104,9 @@ class ObservationWrapper(ForwardingMixin, HistoryWrapper):
         if self.include_chat_template:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         elif self.include_action:
-            text = "".join(_line(m["content"]) for m in messages)
+            text = "".join(maybe_add_new_line(m["content"]) for m in messages)
         else:
-            text = "".join(_line(m["content"]) for m in messages if m["role"] != "assistant")
+            text = "".join(maybe_add_new_line(m["content"]) for m in messages if m["role"] != "assistant")
         prefix, suffix = info.get("prefix"), info.get("suffix")
         if isinstance(prefix, str):
             text = prefix + text

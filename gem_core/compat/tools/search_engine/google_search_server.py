@@ -1,0 +1,17 @@
+"""Reference ``gem.tools.search_engine.google_search_server``: not ported (retrieval and web-search servers (Faiss/pyserini indexes, Google and SerpAPI keys)).
+
+Every public name imports; using one raises `NotPorted`, naming gem_core.search (a local BM25 index, `gem search serve`) or gem_core.search.http.HTTPRetriever for a running server.
+"""
+
+from __future__ import annotations
+
+from gem_core.compat._not_ported import placeholders
+
+_WHY = 'retrieval and web-search servers (Faiss/pyserini indexes, Google and SerpAPI keys)'
+_INSTEAD = 'gem_core.search (a local BM25 index, `gem search serve`) or gem_core.search.http.HTTPRetriever for a running server'
+
+__all__ = ['Config', 'OnlineSearchEngine', 'SearchRequest', 'SearchResponse', 'SearchWorker', 'fetch', 'fetch_all', 'filter_links', 'parse_snippet', 'sanitize_search_query']
+
+(Config, OnlineSearchEngine, SearchRequest, SearchResponse, SearchWorker, fetch, fetch_all, filter_links, parse_snippet, sanitize_search_query) = placeholders(
+    __name__, ('Config', 'OnlineSearchEngine', 'SearchRequest', 'SearchResponse', 'SearchWorker', 'fetch', 'fetch_all', 'filter_links', 'parse_snippet', 'sanitize_search_query'), instead=_INSTEAD, why=_WHY
+)
