@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROLL_SKIP
 
 pytestmark = pytest.mark.skipif(ROLL_SKIP is not None, reason=ROLL_SKIP or "")
@@ -106,17 +105,18 @@ print(json.dumps(results))
 
 
 @pytest.mark.timeout(900)
-def test_roll_plays_its_gem_configs_through_compat_without_gem_llm():
+def test_roll_plays_its_gem_configs_through_compat_without_gem_llm(tmp_path):
     src = Path(os.environ["GEM_ROLL_SRC"])
     configs = _gem_configs(src)
     ids = sorted({c[0] for c in configs})
     assert len(ids) >= 20, ids  # ROLL 8eb27cc: 25 ids in 26 configs
     env = {**os.environ, "GEM_DATA": "sample", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env["ROLL_LOG_DIR"] = str(tmp_path / "logs")  # ROLL logs to ./output/logs otherwise
     env["PYTHONPATH"] = os.pathsep.join(
         [str(src), str(Path(__file__).resolve().parents[3])] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     )
     out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(configs)], capture_output=True, text=True, env=env, timeout=840
+        [sys.executable, "-c", _SCRIPT, json.dumps(configs)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=840
     )
     assert out.returncode == 0, out.stderr[-5000:]
     results = json.loads(out.stdout.strip().splitlines()[-1])
