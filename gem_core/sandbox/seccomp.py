@@ -42,10 +42,29 @@ DEFAULT_DENY: tuple[str, ...] = (
     "kcmp",  # compare other processes' fds and memory: a probe of their state
     "userfaultfd",  # the usual tool to win kernel races in exploits; no task needs it
     "open_by_handle_at",  # reads files by handle, bypassing mounts (with CAP_DAC_READ_SEARCH)
+    # Kernel keyrings: per-uid state that outlives a run (a key one run adds, the next reads)
+    "add_key",
+    "request_key",
+    "keyctl",
+    # POSIX message queues: named kernel objects that outlive the process that made them
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
+    # Large kernel surfaces no task needs (io_uring, perf events, eBPF)
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "perf_event_open",
+    "bpf",
 )
-"""What `build_filter` denies by default: calls that reach into other processes, and two
-kernel-exploit helpers. Every program a task needs (coreutils, python3, tar, ...) runs
-without them; debuggers (``strace``, ``gdb``) do not."""
+"""What `build_filter` denies by default: calls that reach into other processes; the
+per-uid kernel state a run could leave for the next (keyrings, POSIX message queues;
+SysV IPC lives in the run's own IPC namespace); and kernel-exploit surfaces (userfaultfd,
+io_uring, perf events, eBPF). Every program a task needs (coreutils, python3, tar, ...)
+runs without them; debuggers (``strace``, ``gdb``) do not."""
 
 # Per architecture: the AUDIT_ARCH_* value in seccomp_data.arch, the numbers of the calls
 # we know, and the lowest number that selects another ABI on the same arch (x32 on x86-64).
@@ -54,11 +73,21 @@ _ARCHES: dict[str, tuple[int, dict[str, int], int | None]] = {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
         "kcmp": 312, "userfaultfd": 323, "open_by_handle_at": 304, "unshare": 272,
         "clone": 56, "clone3": 435,
+        "add_key": 248, "request_key": 249, "keyctl": 250,
+        "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+        "mq_notify": 244, "mq_getsetattr": 245,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 298, "bpf": 321,
     }, 0x40000000),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
         "kcmp": 272, "userfaultfd": 282, "open_by_handle_at": 265, "unshare": 97,
         "clone": 220, "clone3": 435,
+        "add_key": 217, "request_key": 218, "keyctl": 219,
+        "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
+        "mq_notify": 184, "mq_getsetattr": 185,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "perf_event_open": 241, "bpf": 280,
     }, None),
 }
 SUPPORTED_ARCHES: tuple[str, ...] = tuple(_ARCHES)

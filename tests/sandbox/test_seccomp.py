@@ -135,3 +135,67 @@ print(ctypes.CFUNCTYPE(ctypes.c_long)(addr)(), flush=True)
     result = sh.run(f"cat > abi.py <<'PY'\n{run}\nPY\npython3 abi.py i386; echo rc=$?; python3 abi.py x32")
     lines = result.output.splitlines()
     assert lines[-2:] == ["rc=159", "-1"], result.output  # 128 + SIGSYS; -EPERM
+
+
+# Per family: a call that works on this host outside the sandbox, with harmless arguments.
+_FAMILIES = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+x86 = os.uname().machine == "x86_64"
+nr = dict(add_key=248 if x86 else 217, keyctl=250 if x86 else 219, mq_open=240 if x86 else 180,
+          io_uring_setup=425, perf_event_open=298 if x86 else 241, bpf=321 if x86 else 280)
+buf = ctypes.create_string_buffer(512)
+calls = {
+    # add_key("user", "gem-probe", "SECRET", 6, KEY_SPEC_USER_KEYRING): state that outlives the run
+    "add_key": (ctypes.c_char_p(b"user"), ctypes.c_char_p(b"gem-probe"), ctypes.c_char_p(b"SECRET"),
+                ctypes.c_long(6), ctypes.c_long(-4)),
+    # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0)
+    "keyctl": (ctypes.c_long(0), ctypes.c_long(-4), ctypes.c_long(0)),
+    "mq_open": (ctypes.c_char_p(b"gem-probe"), ctypes.c_long(os.O_CREAT | os.O_RDWR), ctypes.c_long(0o600), ctypes.c_long(0)),
+    "io_uring_setup": (ctypes.c_long(4), buf),
+    "perf_event_open": (buf, ctypes.c_long(0), ctypes.c_long(-1), ctypes.c_long(-1), ctypes.c_long(0)),
+    "bpf": (ctypes.c_long(0), buf, ctypes.c_long(64)),
+}
+for name, args in calls.items():
+    ret = libc.syscall(ctypes.c_long(nr[name]), *args)
+    print(name, "ok" if ret >= 0 else os.strerror(ctypes.get_errno()))
+'''
+_DENIED = {name: "Operation not permitted" for name in
+           ("add_key", "keyctl", "mq_open", "io_uring_setup", "perf_event_open", "bpf")}
+
+
+def _family_lines(output: str) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in output.splitlines() if " " in line)
+
+
+@requires_bwrap
+@requires_filter
+def test_shell_runs_cannot_use_keyrings_message_queues_io_uring_perf_or_bpf(sh):
+    """Regression (hostile output, part 2): a run stored a key in its uid's keyring and the
+    next run read it; io_uring, perf events, eBPF and POSIX queues were open."""
+    result = sh.run(f"python3 -c '{_FAMILIES}'")
+    assert _family_lines(result.output) == _DENIED, result.output
+    again = sh.run("python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+                   "print(libc.syscall(250 if os.uname().machine == \"x86_64\" else 219, 11, -4, 0, 0))'")
+    assert again.output.strip() == "-1", again.output  # KEYCTL_READ of the user keyring: nothing to read
+
+
+@requires_bwrap
+@requires_filter
+def test_python_sandbox_runs_cannot_use_keyrings_message_queues_io_uring_perf_or_bpf():
+    from gem_core.sandbox import Sandbox
+
+    with Sandbox(size=1) as box:
+        first = box.run(_FAMILIES)
+        assert _family_lines(first.stdout) == _DENIED, (first.stdout, first.stderr)
+        second = box.run(_FAMILIES)  # the same slot's next run: nothing was left to find
+        assert _family_lines(second.stdout) == _DENIED, (second.stdout, second.stderr)
+
+
+def test_the_default_filter_names_every_family():
+    for name in ("add_key", "request_key", "keyctl", "mq_open", "io_uring_setup", "io_uring_enter",
+                 "io_uring_register", "perf_event_open", "bpf"):
+        assert name in DEFAULT_DENY
+    for arch in SUPPORTED_ARCHES:
+        build_filter(arch=arch)  # every default name has a number on every arch
