@@ -354,8 +354,9 @@ class ReasoningGymEnv(Env[str, str]):
     untouched.
 
     Scoring isolation: answers are never scored in this process. Several datasets'
-    ``score_answer`` run the answer as Python (``eval``, sympy ``parse_expr``; see
-    `gem_core.grading.rg.CODE_EVALUATING_DATASETS`), so each score runs in a fresh child of
+    ``score_answer`` would run the answer as Python (``eval``, sympy ``parse_expr``; see
+    `gem_core.grading.rg.CODE_EVALUATING_DATASETS`: there they read literals or plain math
+    only, and scores outside ``[0, 1]`` are scorer errors), and each score runs in a fresh child of
     a shared `gem_core.sandbox.Sandbox` (`gem_core.grading.rg.get_scorer`: 2 workers with
     ``reasoning_gym`` pre-imported, started in the background at the first ``reset``),
     with a hard wall-clock timeout (``score_timeout``), CPU/memory/process limits, stdout

@@ -32,10 +32,15 @@ sandbox falls back to a network namespace or rlimits only, warns once with
 `gem_core.sandbox.ReducedIsolationWarning`, and the child can read (and, running as the
 host's user, write) the host's files. Install bubblewrap for training.
 
-Residual limit: an answer that is Python, run by a scorer that evaluates it, acts inside
-its own scoring child. It cannot reach the host or a later score, but it can influence the
-one score it is part of (e.g. read the nonce from the child's memory and print a result
-line itself). Datasets whose scorers do that are named in `CODE_EVALUATING_DATASETS`.
+No answer runs as code, even inside its child: the scorers that ``eval`` the answer
+(`EVAL_DATASETS`) read it with ``ast.literal_eval`` instead (a literal list still scores; a
+program scores as any unreadable answer), and the ``parse_expr`` of the sympy scorers
+(`EXPRESSION_DATASETS`) first refuses text that is not a plain math expression (digits,
+letters, ``+ - * / ^ ( ) , .``; no attribute access, strings, subscripts, keywords or
+builtins; one linear pass). So an answer cannot find the child's nonce or reply channel
+and write its own score (which once scored wrong answers 1.0). And the host takes a
+score only inside `SCORE_RANGE` (``[0, 1]``, reasoning-gym's documented range): anything
+else (``7``, ``1e300``, ``-1``) is a scorer error, reward 0.
 
 Settings of the shared scorer come from the environment: ``GEM_RG_SCORER_WORKERS``
 (default 2), ``GEM_RG_SCORER_TIMEOUT`` (seconds per score, default 10) and
@@ -60,6 +65,9 @@ from gem_core.grading._shared import ProcessShared, sized_by_environment
 
 __all__ = [
     "CODE_EVALUATING_DATASETS",
+    "EVAL_DATASETS",
+    "EXPRESSION_DATASETS",
+    "SCORE_RANGE",
     "DEFAULT_MEMORY_MB",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_WORKERS",
@@ -76,14 +84,47 @@ DEFAULT_MEMORY_MB = 2048
 """Address space per scoring process, MiB (override: ``GEM_RG_SCORER_MEMORY_MB``);
 ``reasoning_gym`` with numpy and sympy needs a few hundred."""
 
-CODE_EVALUATING_DATASETS: frozenset[str] = frozenset(
-    {
-        "binary_matrix", "n_queens", "spiral_matrix", "string_insertion",  # eval(answer)
-        "countdown", "intermediate_integration", "polynomial_multiplication", "puzzle24",
-        "simple_integration",  # sympy parse_expr(answer)
-    }
-)  # fmt: skip
-"""Datasets of reasoning-gym 0.1.19 whose ``score_answer`` evaluates the answer as Python."""
+EVAL_DATASETS: dict[str, str] = {
+    "binary_matrix": "reasoning_gym.algorithmic.binary_matrix",
+    "n_queens": "reasoning_gym.games.n_queens",
+    "spiral_matrix": "reasoning_gym.algorithmic.spiral_matrix",
+    "string_insertion": "reasoning_gym.algorithmic.string_insertion",
+}
+"""Datasets whose ``score_answer`` calls ``eval(answer)``, and the module whose ``eval`` the
+scoring child replaces with a literal-only reader (`ast.literal_eval`)."""
+
+EXPRESSION_DATASETS: dict[str, str] = {
+    "countdown": "reasoning_gym.games.countdown",
+    "intermediate_integration": "reasoning_gym.algebra.intermediate_integration",
+    "polynomial_multiplication": "reasoning_gym.algebra.polynomial_multiplication",
+    "puzzle24": "reasoning_gym.games.puzzle24",
+    "simple_integration": "reasoning_gym.algebra.simple_integration",
+}
+"""Datasets whose ``score_answer`` reads the answer with sympy's ``parse_expr`` (which
+evaluates Python), and the module it lives in: in the scoring child, the ``parse_expr``
+that module calls (its own import, or ``sympy.parse_expr`` through its ``sympy`` name)
+first refuses text that is not a plain math expression. sympy itself is left alone."""
+
+CODE_EVALUATING_DATASETS: frozenset[str] = frozenset(EVAL_DATASETS) | frozenset(EXPRESSION_DATASETS)
+"""Datasets of reasoning-gym (0.1.19 to 0.1.25) whose ``score_answer`` evaluates the answer
+as Python; none of them runs answer code any more (see the module docs)."""
+
+SCORE_RANGE: tuple[float, float] = (0.0, 1.0)
+"""The range reasoning-gym documents for ``score_answer``; a score outside it (beyond
+float rounding) is a scorer error, reward 0."""
+
+# What an expression answer may name (besides symbols of at most 3 characters that are not
+# in _NOT_NAMES): sympy's functions and constants a math answer uses.
+_MATH_NAMES = frozenset(
+    "sin cos tan cot sec csc asin acos atan acot asec acsc atan2 sinh cosh tanh coth sech csch "
+    "asinh acosh atanh exp log ln sqrt cbrt root Abs sign floor ceiling factorial binomial gamma "
+    "erf pi oo zoo Rational Integer Float".split()
+)
+# Short names that must not be read as symbols: Python keywords and builtins of <= 3 letters.
+_NOT_NAMES = frozenset(
+    "and as def del for if in is not or try abs all any bin chr dir hex id int len map max min "
+    "oct ord pow set str sum zip".split()
+) - _MATH_NAMES
 
 # numpy.random is lazy in numpy 2 (13 ms to import in each child otherwise).
 _PRELOAD = (
@@ -113,6 +154,87 @@ def _reply(obj):
     os.write(_result_fd, ("\n" + _nonce + " " + json.dumps(obj) + "\n").encode())
 
 
+def _literal_eval(text, *args, **kwargs):
+    """`eval` for the scorers that eval the answer: Python literals only, no code."""
+    import ast
+
+    if args or kwargs or not isinstance(text, str):
+        raise ValueError("only a literal answer is read")
+    return ast.literal_eval(text)
+
+
+_MATH_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-*/^()., \t")
+_MATH_NAMES = frozenset(<<MATH_NAMES>>)
+_NOT_NAMES = frozenset(<<NOT_NAMES>>)
+
+
+def _math_refusal(text):
+    """Why ``text`` is not a plain math expression (None: it is). One pass, no regex: only
+    digits, letters, + - * / ^ ( ) , . and spaces; a dot only in a number; names only short
+    symbols or the math functions of `_MATH_NAMES`, never a keyword or builtin."""
+    if not isinstance(text, str):
+        return "not text"
+    n = len(text)
+    i = 0
+    while i < n:
+        c = text[i]
+        if c not in _MATH_CHARS:
+            return "character " + repr(c)
+        if c.isalpha():
+            j = i
+            while j < n and text[j].isalnum():
+                j += 1
+            name = text[i:j]
+            if name not in _MATH_NAMES and (len(name) > 3 or name in _NOT_NAMES):
+                return "name " + repr(name[:20])
+            i = j
+            continue
+        if c == "." and not ((i > 0 and text[i - 1].isdigit()) or (i + 1 < n and text[i + 1].isdigit())):
+            return "a dot outside a number"
+        if c == "." and i + 1 < n and text[i + 1].isalpha():
+            return "a dot before a name"
+        i += 1
+    return None
+
+
+def _guarded(parse):
+    def parse_expr(text, *args, **kwargs):
+        why = _math_refusal(text)
+        if why is not None:
+            raise ValueError("not a math expression (" + why + ")")
+        return parse(text, *args, **kwargs)
+
+    return parse_expr
+
+
+def _no_answer_code():
+    """No answer runs as code: the eval scorers read literals, parse_expr reads math only."""
+    import importlib
+
+    for module in <<EVAL_MODULES>>:
+        importlib.import_module(module).eval = _literal_eval
+    import types
+
+    import sympy
+    import sympy.parsing.sympy_parser as parser
+
+    guarded = _guarded(parser.parse_expr)
+
+    class _SympyView(types.ModuleType):
+        def __getattr__(self, name):
+            return getattr(sympy, name)
+
+    view = _SympyView("sympy")
+    view.parse_expr = guarded
+    for name in <<EXPRESSION_MODULES>>:
+        module = importlib.import_module(name)
+        for attr, value in list(vars(module).items()):
+            if value is parser.parse_expr:
+                setattr(module, attr, guarded)
+            elif value is sympy:
+                setattr(module, attr, view)
+
+
 def _seed(value):
     random.seed(value)
     np = sys.modules.get("numpy")
@@ -134,6 +256,7 @@ try:
         _debug = {}
         exec(_request["debug_source"], _debug)
         _dataset.score_answer = _debug["score_answer"]
+    _no_answer_code()
     _seed(_request["score_seed"])
     _raw = _dataset.score_answer(answer=_request["answer"], entry=_request["entry"])
     try:
@@ -143,7 +266,9 @@ try:
     _reply({"score": _score})
 except BaseException as e:
     _reply({"error": f"{type(e).__name__}: {str(e)[:_ERROR_CHARS]}"})
-'''.replace("_ERROR_CHARS", str(_ERROR_CHARS))
+'''.replace("_ERROR_CHARS", str(_ERROR_CHARS)).replace(
+    "<<EVAL_MODULES>>", repr(sorted(EVAL_DATASETS.values()))
+).replace("<<EXPRESSION_MODULES>>", repr(sorted(EXPRESSION_DATASETS.values()))).replace("<<MATH_NAMES>>", repr(sorted(_MATH_NAMES))).replace("<<NOT_NAMES>>", repr(sorted(_NOT_NAMES)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +492,10 @@ class RGScorer:
         score = reply.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
             return self._failed(f"ValueError: score_answer returned {score!r}, not a finite number", start)
-        return RGScore(float(score), seconds=time.perf_counter() - start)
+        low, high = SCORE_RANGE
+        if not low - 1e-9 <= score <= high + 1e-9:
+            return self._failed(f"ValueError: score_answer returned {score!r}, outside [{low:g}, {high:g}]", start)
+        return RGScore(min(max(float(score), low), high), seconds=time.perf_counter() - start)
 
     def close(self) -> None:
         """Stop the sandbox. Safe to call twice; later scores report an error."""

@@ -52,9 +52,13 @@ def test_an_evaluated_answer_has_no_effect_on_the_host(tmp_path, monkeypatch):
     assert terminated and reward == 0.0, f"the answer read the host's environment: {info}"
     if get_scorer().isolation == "bwrap":  # below bubblewrap the child sees the host's files
         assert not marker.exists(), "the answer wrote a file on the host"
-    # The same trick without the secret check still runs, but only inside the sandbox.
+    # The same trick without the secret check is not run at all: the scorer reads literals
+    # only (test_rg_forgery.py), so it scores as any other unreadable answer.
     env = _spiral_env()
     _, reward, _, _, info = env.step(f"<answer>(__import__('os').getpid() and {ref!r})</answer>")
+    assert reward == 0.0 and "scorer_error" not in info, info
+    env = _spiral_env()
+    _, reward, _, _, info = env.step(f"<answer>{ref!r}</answer>")  # the literal list: credit
     assert reward == pytest.approx(0.1) and "scorer_error" not in info, info
 
 
@@ -91,11 +95,16 @@ def test_a_never_ending_answer_times_out_while_other_envs_are_scored():
     # wait out most of the timeout (>= 4.7 s), so the 2 s bound is far from both.
     timeout = 5.0
     hung = _spiral_env(score_timeout=timeout)
+    # A scorer that never ends (answers no longer run as code: test_rg_forgery.py).
+    hung.unwrapped._data.debug_scorer_source = "def score_answer(answer, entry):\n    while True: pass\n"
     outcome: dict = {}
 
     def run_hung() -> None:
         start = time.monotonic()
-        outcome["step"] = hung.step("<answer>any(iter(int, 1))</answer>")
+        try:
+            outcome["step"] = hung.step("<answer>[1]</answer>")
+        finally:
+            hung.unwrapped._data.debug_scorer_source = None
         outcome["seconds"] = time.monotonic() - start
 
     thread = threading.Thread(target=run_hung, daemon=True)
