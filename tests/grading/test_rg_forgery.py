@@ -12,7 +12,12 @@ from __future__ import annotations
 import pytest
 
 import gem_core
-from gem_core.grading.rg import CODE_EVALUATING_DATASETS, EVAL_DATASETS, EXPRESSION_DATASETS, RGScorer
+from gem_core.grading.rg import (
+    CODE_EVALUATING_DATASETS,
+    EVAL_DATASETS,
+    EXPRESSION_DATASETS,
+    RGScorer,
+)
 
 pytest.importorskip("reasoning_gym", reason="reasoning-gym is not installed (pip install 'gem-core[reasoning]')")
 
