@@ -298,3 +298,24 @@ def test_output_said_matches_whole_numbers_only(text, expected):
 
 def test_orders_have_unique_ids():
     assert len({o[0] for o in ORDERS}) == len(ORDERS)
+
+
+_SURROGATE_CALLS = [
+    tool_call("find_user_id_by_email", email="ava\ud800@example.com"),
+    '<tool_call>{"name": "find_user_id_by_email", "arguments": {"email": "a\\ud800b"}}</tool_call>',
+    '<tool_call>{"name": "find_user_id_by_name_zip", "arguments": '
+    '{"first_name": "\\udcff", "last_name": "x", "zip": "1"}}</tool_call>',
+    '<tool_call>{"name": "get_product_details", "arguments": {"product_id": "\\udcff"}}</tool_call>',
+]
+
+
+@pytest.mark.parametrize("action", _SURROGATE_CALLS)
+def test_a_lone_surrogate_in_a_tool_argument_is_a_tool_error(action):
+    """Regression (hostile output, part 2): these raised UnicodeEncodeError out of step()."""
+    env = gem_core.make("tau:Retail-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert obs.startswith("Tool error (") and "not valid text" in obs, obs
+    assert reward == 0.0 and not terminated and not truncated
+    obs, *_ = env.step(tool_call("find_user_id_by_email", email="ava.moore@example.com"))
+    assert "returned" in obs  # the episode goes on

@@ -419,9 +419,9 @@ class RetailEnv(MultiAgentEnv):
         except ToolError as exc:
             info["tool_error"] = True
             return f"Tool error ({name}): {exc}", 0.0, False
-        except sqlite3.Error as exc:  # a bug in a tool: tell the agent, never crash
+        except (sqlite3.Error, ValueError) as exc:  # a bug in a tool: tell the agent, never crash
             info["tool_error"] = True
-            return f"Tool error ({name}): internal database error ({type(exc).__name__})", 0.0, False
+            return f"Tool error ({name}): internal error ({type(exc).__name__})", 0.0, False
         if name in ("find_user_id_by_email", "find_user_id_by_name_zip") and self.session_user is None:
             self.session_user = json.loads(result)["user_id"]
         if name in WRITE_TOOLS:
