@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -120,21 +120,52 @@ def _usage(episode: Any, key: str) -> int | None:
     return None if value is None else int(value)
 
 
+MAX_RECORD_BYTES = 16 << 20
+"""Longest records line read (16 MiB: a long episode's whole transcript is a few MiB); a
+longer line is skipped without being held in memory."""
+MAX_RECORD_DEPTH = 256
+"""Deepest JSON nesting read from a run directory (records nest a few levels); deeper
+lines are skipped (a manifest is refused) instead of overflowing the decoder's stack."""
+
+
+def _bounded_lines(f: Any, limit: int) -> Iterator[bytes]:
+    """The lines of binary file ``f`` of at most ``limit`` bytes; longer ones are skipped,
+    read in 1 MiB pieces and dropped."""
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit:
+            while not line.endswith(b"\n"):
+                line = f.readline(1 << 20)
+                if not line:
+                    return
+            continue
+        yield line
+
+
+def _loads(text: str) -> Any:
+    from gem_core.tools._text import loads_bounded
+
+    return loads_bounded(text, max_depth=MAX_RECORD_DEPTH, max_chars=MAX_RECORD_BYTES)
+
+
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a records file; the last record of an identity wins.
 
     A line that is not a JSON object with an ``env_id`` and an int ``index`` (a run
-    killed while writing it, possibly in the middle of a multi-byte character) is
-    skipped. A missing file reads as no records.
+    killed while writing it, possibly in the middle of a multi-byte character), or that is
+    over `MAX_RECORD_BYTES` or nests deeper than `MAX_RECORD_DEPTH` (a damaged or
+    hostile shared run dir), is skipped. A missing file reads as no records.
     """
     path = Path(path)
     if not path.is_file():
         return []
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
     with path.open("rb") as f:  # bytes: a line cut inside a UTF-8 character must not stop the read
-        for line in f:
+        for line in _bounded_lines(f, MAX_RECORD_BYTES):
             try:
-                rec = json.loads(line)  # invalid UTF-8 raises UnicodeDecodeError, a ValueError
+                rec = _loads(line.decode("utf-8"))  # invalid UTF-8 and limits: ValueErrors
             except ValueError:
                 continue
             if not isinstance(rec, dict) or "env_id" not in rec:
@@ -192,7 +223,11 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(run_dir) / MANIFEST_FILE
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as f:
+            data = f.read(MAX_RECORD_BYTES + 1)
+        if len(data) > MAX_RECORD_BYTES:
+            raise ValueError(f"over {MAX_RECORD_BYTES} bytes")
+        manifest = _loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise InvalidArgument(
             f"{run_dir} is not a gem eval run: no {MANIFEST_FILE} in it; pass the --out "

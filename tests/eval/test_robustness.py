@@ -163,3 +163,27 @@ def test_the_manifest_records_where_dataset_envs_took_their_rows(tmp_path, monke
     assert res.records[0]["error"] is None
     on_disk = json.loads((tmp_path / "m" / "manifest.json").read_text())
     assert on_disk["data_env"]["GEM_DATA"] == "sample" and on_disk["data_env"]["GEM_DATA_DIR"] is None
+
+
+def test_hostile_records_lines_are_skipped_not_fatal(tmp_path, monkeypatch):
+    """Regression (hostile output, part 2): on a shared run dir a 100k-deep JSON line raised
+    RecursionError out of `read_records` / `gem report`, and a 50 MB line was read whole."""
+    from gem_core.eval import records as rec
+
+    good = {"env_id": "e", "index": 0, "actions": ["a"]}
+    f = tmp_path / "episodes.jsonl"
+    deep = '{"env_id": "e", "index": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    f.write_text(json.dumps(good) + "\n" + deep + json.dumps({**good, "index": 2}) + "\n")
+    assert [r["index"] for r in read_records(f)] == [0, 2]
+    monkeypatch.setattr(rec, "MAX_RECORD_BYTES", 1000)  # a line over the cap: skipped, the next read
+    f.write_text(json.dumps(good) + "\n" + json.dumps({**good, "index": 1, "x": "y" * 5000}) + "\n"
+                 + json.dumps({**good, "index": 2}) + "\n" + json.dumps({**good, "index": 3, "x": "y" * 5000}))
+    assert [r["index"] for r in read_records(f)] == [0, 2]
+
+
+def test_a_too_deep_manifest_is_a_clear_error(tmp_path):
+    from gem_core.eval.records import MANIFEST_FILE, read_manifest
+
+    (tmp_path / MANIFEST_FILE).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InvalidArgument, match="not valid JSON"):
+        read_manifest(tmp_path)
