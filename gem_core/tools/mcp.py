@@ -386,6 +386,14 @@ class MCPTool(Tool):
             return _failure(
                 f"unknown tool {tool!r}. Available tools: {known}.", "unknown_tool", info
             )
+        bad = _invalid_text(arguments)  # always: the server drops the session on it
+        if bad is not None:
+            return _failure(
+                f"invalid arguments for {tool!r}: an argument is not valid text (it holds a lone "
+                f"surrogate: {bad[:40]!r}).",
+                "bad_arguments",
+                info,
+            )
         if self.validate_arguments:
             problem = _check_arguments(arguments, tools[tool]["parameters"])
             if problem:
@@ -699,6 +707,27 @@ def _parse_xml(text: str) -> tuple[str | None, dict[str, Any] | None, str | None
     if not isinstance(arguments, dict):
         return name, None, f"the arguments must be a JSON object, got {type(arguments).__name__}"
     return name, arguments, None
+
+
+def _invalid_text(value: Any) -> str | None:
+    """The first string (key or value) in ``value`` that is not valid Unicode (a lone
+    surrogate, e.g. from a JSON ``"\\udcff"``: the server's JSON reader drops the session on
+    it), else None. Iterative, linear in the size of ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def _check_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> str | None:

@@ -455,3 +455,18 @@ def test_check_env_and_no_leaked_server(env_id):
     assert not os.path.exists(workdir)
     with pytest.raises(ClosedEnvError, match="is closed"):
         env.unwrapped.reset(seed=0)
+
+
+def test_a_lone_surrogate_in_a_tool_argument_is_refused_and_the_session_survives():
+    """Regression (hostile output, part 2): a JSON ``\\udcff`` escape in an argument killed the
+    server connection (each such call cost a restart)."""
+    env = gem_core.make("mcp:CustomerCity-v0")
+    try:
+        env.reset(seed=0)
+        obs, *_, info = env.step('<tool_call>{"name": "get_product", "arguments": {"sku": "\\udcff"}}</tool_call>')
+        assert "not valid text" in obs and "connection" not in obs, obs
+        assert info["tool_error"] is True
+        obs, *_, info = env.step('<tool_call>{"name": "list_tables", "arguments": {}}</tool_call>')
+        assert "customers" in obs and info["tool_error"] is False, obs
+    finally:
+        env.close()
