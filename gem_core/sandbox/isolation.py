@@ -38,6 +38,7 @@ __all__ = [
     "python_dirs",
     "package_dirs",
     "masked_dirs",
+    "other_installs",
     "seccomp_program",
     "others_can_read",
     "count_user_processes",
@@ -111,6 +112,26 @@ def package_dirs() -> list[str]:
     return found
 
 
+_SITE_DIRS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
+              "lib64/python3*/site-packages", "local/lib/python3*/site-packages",
+              "local/lib/python3*/dist-packages", "local/lib/python3/dist-packages")
+_PACKAGE_PATTERNS = ("gem_core", "gem_core-*.dist-info", "gem_core-*.egg-info", "gem_core.egg-info",
+                     "gem-core-*.dist-info")
+
+
+def other_installs(bound: Sequence[str]) -> list[str]:
+    """Every ``gem_core`` package (and its metadata) in a Python library directory of the
+    bound dirs: another copy (the system Python's, ``/usr/local``'s) holds the same task
+    tests and samples as the one running."""
+    found: list[str] = []
+    for root in bound:
+        for site in _SITE_DIRS:
+            for lib in glob.glob(os.path.join(glob.escape(root), site)):
+                for pattern in _PACKAGE_PATTERNS:
+                    found += glob.glob(os.path.join(glob.escape(lib), pattern))
+    return sorted(p for p in found if os.path.isdir(p))
+
+
 def _bound_system_dirs() -> list[str]:
     return [os.path.realpath(d) for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
 
@@ -119,7 +140,8 @@ def masked_dirs(bound: Sequence[str]) -> list[str]:
     """Directories inside the bound ones that sandboxed code must not read.
 
     The installed ``gem_core`` package and its metadata (data samples hold the answers of
-    the shipped tasks; a terminal task's ``solution.sh`` its solution), the source
+    the shipped tasks; a terminal task's ``solution.sh`` its solution), every other copy
+    in a Python library directory of the bound dirs (`other_installs`), the source
     checkout when an editable install's checkout lies inside a bound dir, and dataset
     directories (`DATA_DIR_VARS`) that lie inside one. Outermost only: a directory inside
     another masked one is already hidden (and bubblewrap could not mount on it).
@@ -128,7 +150,7 @@ def masked_dirs(bound: Sequence[str]) -> list[str]:
         bound: the host directories bound into the sandbox (real paths).
     """
     packages = package_dirs()
-    candidates = list(packages)
+    candidates = list(packages) + other_installs(bound)
     checkout = os.path.dirname(packages[0])
     if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
         candidates.append(checkout)  # an editable install's checkout

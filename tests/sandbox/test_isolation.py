@@ -114,3 +114,41 @@ def test_a_dataset_dir_inside_the_masked_package_does_not_break_the_shell(monkey
         sh.reset_workspace()
         result = sh.run(f"ls -A {outer} | wc -l; echo ok")
         assert result.output == "0\nok\n", result
+
+
+def test_other_installs_finds_every_copy_in_the_library_dirs_of_a_bound_dir(tmp_path):
+    lib = tmp_path / "local" / "lib" / "python3.11" / "dist-packages"
+    for name in ("gem_core", "gem_core-0.1.0.dist-info", "numpy"):
+        (lib / name).mkdir(parents=True)
+    (tmp_path / "lib" / "python3.12" / "site-packages" / "gem_core").mkdir(parents=True)
+    found = isolation.other_installs([str(tmp_path)])
+    assert found == sorted([str(lib / "gem_core"), str(lib / "gem_core-0.1.0.dist-info"),
+                            str(tmp_path / "lib" / "python3.12" / "site-packages" / "gem_core")])
+    masked = isolation.masked_dirs([str(tmp_path)])
+    assert set(found) <= set(masked)
+    assert isolation.other_installs([str(tmp_path / "nothing")]) == []
+
+
+@requires_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="writes a fake second install under /usr/local (root only)")
+def test_a_second_install_under_usr_local_is_hidden_inside():
+    """Regression (hostile output, part 2): with another gem-core copy under /usr/local
+    (the system Python's), graded code could read its task tests and samples."""
+    import glob
+    import shutil
+
+    libs = sorted(glob.glob("/usr/local/lib/python3*")) or pytest.skip("no /usr/local/lib/python3*")
+    fake = os.path.join(libs[0], "dist-packages", "gem_core-0.0.0+gemtest.dist-info")
+    created_parent = not os.path.isdir(os.path.dirname(fake))
+    os.makedirs(fake)
+    try:
+        with open(os.path.join(fake, "SECRET"), "w") as f:
+            f.write("expected output of a task test\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Shell(timeout_s=10) as sh:
+                sh.reset_workspace()
+                result = sh.run(f"cat {fake}/SECRET 2>&1; ls -A {fake} | wc -l")
+        assert "expected output" not in result.output and result.output.endswith("0\n"), result.output
+    finally:
+        shutil.rmtree(fake if not created_parent else os.path.dirname(fake), ignore_errors=True)
