@@ -470,3 +470,17 @@ def test_a_lone_surrogate_in_a_tool_argument_is_refused_and_the_session_survives
         assert "customers" in obs and info["tool_error"] is False, obs
     finally:
         env.close()
+
+
+def test_query_cpu_is_bounded_whatever_each_step_costs(shop):
+    """Regression (hostile output, part 2): a GLOB with character classes over 2 KB values,
+    in a recursive CTE of allowed functions only, ran the whole step budget (5 s quiet)."""
+    from gem_core.envs.mcp_tasks.server import QUERY_CPU_SECONDS, ShopError
+
+    value = "substr(upper(lower('" + "a" * 1000 + "')) || upper(lower('" + "a" * 1000 + "')), 1 + n % 2, 2000)"
+    pattern = ("*[a-b]" * 20 + "c")[:100]
+    sql = f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r WHERE {value} GLOB '{pattern}'"
+    start = time.thread_time()
+    with pytest.raises(ShopError, match="more than 1 s of CPU"):
+        shop.query(sql)
+    assert time.thread_time() - start < QUERY_CPU_SECONDS + 1.0

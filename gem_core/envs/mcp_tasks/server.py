@@ -16,8 +16,8 @@ the seed) while the server keeps running. The read-only ``query`` tool takes hos
   ``PRAGMA``, ``ATTACH``, table-valued functions) and only the SQL functions in
   `ALLOWED_FUNCTIONS` (what the tasks need; ``fts3_tokenizer``, ``randomblob``, ``instr``,
   ``load_extension`` ... are refused before the statement runs);
-- it stops a statement after `QUERY_STEP_BUDGET` SQLite VM steps (a bound in work, not wall
-  time, so results are reproducible), and caps any string, blob or row at
+- it stops a statement after `QUERY_STEP_BUDGET` SQLite VM steps (a bound in work, so
+  results are reproducible) or `QUERY_CPU_SECONDS` of CPU (steps differ in cost), and caps any string, blob or row at
   `MAX_VALUE_BYTES` and ``LIKE`` patterns at `MAX_LIKE_PATTERN_BYTES` (SQLite limits), which
   bounds what a single step can do: the worst query found runs about a second;
 - SQL text is at most `MAX_SQL_CHARS` characters and at most `MAX_QUERY_ROWS` rows come
@@ -45,6 +45,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 import urllib.parse
 from typing import Any
 
@@ -104,6 +105,10 @@ MAX_SQL_CHARS = 4_000
 MAX_CELL_CHARS = 200
 QUERY_STEP_BUDGET = 2_000_000
 """SQLite VM instructions one ``query`` may run (checked every 1000) before it is stopped."""
+QUERY_CPU_SECONDS = 1.0
+"""CPU seconds (of the server's thread) one ``query`` may use, checked with the step budget:
+steps differ in cost (a ``GLOB`` with character classes over 2 KB values took 5 s for the
+step budget), so work is bounded in time as well. The shop's task queries use milliseconds."""
 MAX_VALUE_BYTES = 2_048
 """Largest string, blob or row a ``query`` may build or read (SQLite's LENGTH limit).
 
@@ -261,9 +266,14 @@ class Shop:
             raise ShopError(f"the query has {len(sql)} characters; at most {MAX_SQL_CHARS}")
         conn = self._connect(readonly=True)
         steps = [0]
+        cpu_limit = time.thread_time() + QUERY_CPU_SECONDS
+        too_slow = [False]
 
         def budget() -> int:
             steps[0] += 1
+            if time.thread_time() > cpu_limit:
+                too_slow[0] = True
+                return 1
             return 1 if steps[0] * 1000 > QUERY_STEP_BUDGET else 0
 
         refused: list[str] = []
@@ -288,6 +298,11 @@ class Shop:
             columns = [d[0] for d in cursor.description]
             rows = cursor.fetchmany(MAX_QUERY_ROWS + 1)
         except (sqlite3.Error, sqlite3.Warning) as exc:
+            if too_slow[0]:
+                raise ShopError(
+                    f"the query was stopped: it used more than {QUERY_CPU_SECONDS:g} s of CPU; "
+                    "add conditions or a LIMIT, or use simpler patterns"
+                ) from None
             if steps[0] * 1000 > QUERY_STEP_BUDGET:
                 raise ShopError(
                     "the query was stopped: it ran too long (more than "
