@@ -8,6 +8,7 @@ isolation levels and limits.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import errno
 import os
 import select
@@ -22,7 +23,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from gem_core._closing import Closing
 from gem_core.errors import (
@@ -81,6 +82,7 @@ def _pid_max() -> int:
 _UIDS_PER_PID = min(512, (2**32 - 2 - _UID_BASE) // _pid_max()) & ~1
 _UID_SLOTS: set[int] = set()  # the slots (pairs of uids) held by live Shells of this process
 _UID_LOCK = threading.Lock()
+_SHELL_IDS = itertools.count()
 _WARNED_SECCOMP = False  # the missing-filter warning is given once per process
 _SECCOMP_FD = "<seccomp fd>"  # placeholder in a bwrap argv, replaced by the fd of each run
 _AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")  # what setpriv needs to drop a run
@@ -387,8 +389,8 @@ def _take_uid_slot() -> int:
         "holding two uids of its own; close() the ones you no longer need (or run more processes)")
 
 
-def _release(root_dir: list[str | None], slot: int | None, owner_pid: int) -> None:
-    """Finalizer of a `Shell`: remove its files and give its uids back.
+def _release(root_dir: list[str | None], slot: int | None, owner_pid: int, cgroup: list[Any] | None = None) -> None:
+    """Finalizer of a `Shell`: remove its files and memory cgroup and give its uids back.
 
     Nothing in a forked child (its exit or garbage collection runs this too): the files
     are the parent's.
@@ -398,6 +400,9 @@ def _release(root_dir: list[str | None], slot: int | None, owner_pid: int) -> No
     if root_dir[0] is not None:
         _remove_tree(root_dir[0])
         root_dir[0] = None
+    if cgroup and cgroup[0] is not None:
+        cgroup[0].remove()
+        cgroup[0] = None
     if slot is not None:
         with _UID_LOCK:
             _UID_SLOTS.discard(slot)
@@ -473,7 +478,10 @@ class Shell(Closing):
         isolation: ``"auto"`` (the strongest available) or a level to require
             (`SandboxUnavailable` when it does not work here).
         timeout_s: default wall-clock seconds of `run`.
-        memory_mb: address space per process in MiB (RLIMIT_AS).
+        memory_mb: address space per process in MiB (RLIMIT_AS), and, where this host lets
+            us make a memory cgroup (`memory_scope` ``"command"``), the memory of all the
+            processes of a command together (SysV/POSIX shared memory and tmpfs files they
+            create included): past it the kernel kills processes of the command.
         max_processes: processes per command (RLIMIT_NPROC; exact under a dropped uid,
             otherwise added to the user's current process count).
         file_size_mb: largest file a command may write (RLIMIT_FSIZE).
@@ -548,7 +556,25 @@ class Shell(Closing):
             slot = _take_uid_slot()
             self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
             self._grader_uid = self._uid + 1
-        self._finalizer = weakref.finalize(self, _release, self._root, slot, os.getpid())
+        # Memory of a whole command: one cgroup per shell, every command started inside it.
+        from gem_core.sandbox.pool import _memory_cgroup_root, _MemoryCgroup
+
+        self._cgroup: list[Any] = [None]
+        cgroup_root = _memory_cgroup_root()
+        if cgroup_root is not None:
+            try:
+                cgroup = _MemoryCgroup(cgroup_root[0], os.path.join(
+                    cgroup_root[1], f"gem-shell-{os.getpid()}-{next(_SHELL_IDS)}"))
+                self._cgroup[0] = cgroup
+                cgroup.limit(int(memory_mb) << 20)
+            except (OSError, ValueError):
+                if self._cgroup[0] is not None:
+                    self._cgroup[0].remove()
+                self._cgroup[0] = None
+        self.memory_scope: str = "command" if self._cgroup[0] is not None else "process"
+        """``"command"``: ``memory_mb`` caps each command's processes together (a memory
+        cgroup); ``"process"``: each process alone (RLIMIT_AS; no cgroup here)."""
+        self._finalizer = weakref.finalize(self, _release, self._root, slot, os.getpid(), self._cgroup)
 
     # -- workspace ------------------------------------------------------------------
 
@@ -908,6 +934,8 @@ class Shell(Closing):
             seccomp_fd = filter_fd(self._seccomp)
             pass_fds = (seccomp_fd,)
             argv = [str(seccomp_fd) if a is _SECCOMP_FD else a for a in argv]
+        if self._cgroup[0] is not None:  # join the memory cgroup, then exec the command
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self._cgroup[0].procs, *argv]
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, env=env, cwd=cwd,

@@ -543,3 +543,42 @@ def test_a_forked_child_exiting_normally_leaves_the_parents_workspace_alone():
     assert proc.returncode == 0 and proc.stdout == "exit True 'hi\\n'\ncollect True 'hi\\n'\n", (
         f"the parent's Shell broke after a forked child exited: rc={proc.returncode}\n"
         f"stdout: {proc.stdout}\nstderr: {proc.stderr[-2000:]}")
+
+
+_HOLD = "python3 -c 'import time; x = bytearray(150 << 20); print(\"held\", flush=True); time.sleep(3)'"
+_PIN = (
+    "python3 -c 'import ctypes\nlibc = ctypes.CDLL(None)\nlibc.shmat.restype = ctypes.c_void_p\n"
+    "sid = libc.shmget(0, ctypes.c_size_t(60 << 20), 0o1600)\naddr = libc.shmat(sid, None, 0)\n"
+    "assert addr not in (None, 2**64 - 1)\nctypes.memset(addr, 1, 60 << 20)\nprint(\"pinned\", flush=True)'"
+)
+
+
+def _memory_shell() -> Shell:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReducedIsolationWarning)
+        sh = Shell(timeout_s=30, memory_mb=256)
+    if sh.memory_scope != "command":
+        sh.close()
+        pytest.skip("no memory cgroup can be made here: memory_mb bounds each process alone")
+    sh.reset_workspace()
+    return sh
+
+
+@pytest.mark.timeout(120)
+def test_memory_mb_bounds_all_processes_of_a_command_together():
+    """Regression (hostile output, part 2): with memory_mb=256 a command held 1,027 MiB
+    across 5 processes (RLIMIT_AS is per process)."""
+    with _memory_shell() as sh:
+        result = sh.run(f"for i in 1 2 3 4 5; do {_HOLD} & done; wait; echo done")
+        assert result.output.splitlines().count("held") <= 1, result.output[-500:]
+        assert result.output.endswith("done\n")
+        assert sh.run("echo next").output == "next\n"  # the shell goes on
+
+
+@pytest.mark.timeout(120)
+def test_shared_memory_left_by_a_command_counts_against_memory_mb():
+    """Regression: SysV segments that outlive their process pinned 360 MiB with memory_mb=256."""
+    with _memory_shell() as sh:
+        result = sh.run(f"for i in 1 2 3 4 5 6; do {_PIN}; done; echo done")
+        assert result.output.splitlines().count("pinned") <= 4, result.output[-500:]
+        assert sh.run(f"{_PIN}").output.splitlines() == ["pinned"]  # freed with the last command
