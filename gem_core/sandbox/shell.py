@@ -8,8 +8,8 @@ isolation levels and limits.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import errno
+import itertools
 import os
 import select
 import shutil
