@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 import threading
+import warnings
 from typing import Any
 
 from gem_core.errors import InvalidArgument, RayConnectionError, import_optional
@@ -14,6 +16,8 @@ __all__ = ["RayConnectionError", "import_ray", "connect", "DEFAULT_CONNECT_TIMEO
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds `connect` waits for a cluster address to answer."""
+RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Set to ``"0"`` before Ray is imported, a local cluster binds and advertises 127.0.0.1 only."""
 
 
 def import_ray() -> Any:
@@ -56,6 +60,12 @@ def connect(address: str | None = None, *, timeout: float | None = DEFAULT_CONNE
     rule), and a ``host:port`` address is first probed over TCP, so a wrong address
     fails in ``timeout`` seconds instead of Ray's minutes of retries.
 
+    A local cluster started here listens on 127.0.0.1 only: when Ray is not imported yet,
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is set first (unless the environment sets it),
+    which makes Ray bind and advertise loopback; otherwise Ray binds every interface. If
+    Ray was imported before without it, a `UserWarning` says so. To offer a cluster to
+    other machines, start it with ``ray start --head`` and pass its address.
+
     Args:
         address: ``None``, ``"auto"``, ``"host:port"`` or ``"ray://host:port"``.
         timeout: seconds to wait for the cluster (``None``/``math.inf``: forever).
@@ -67,7 +77,17 @@ def connect(address: str | None = None, *, timeout: float | None = DEFAULT_CONNE
             Ray cluster within ``timeout`` seconds.
         InvalidArgument: a malformed address, or another cluster is already connected.
     """
+    local = address is None and not os.environ.get("RAY_ADDRESS")
+    if local and "ray" not in sys.modules:
+        os.environ.setdefault(RAY_LOOPBACK_ENV, "0")  # read when Ray is imported
     ray = import_ray()
+    if local and not ray.is_initialized() and os.environ.get(RAY_LOOPBACK_ENV) != "0":
+        warnings.warn(
+            f"gem_core.distributed.connect: starting a local Ray cluster that listens on every "
+            f"interface (Ray was imported before {RAY_LOOPBACK_ENV}=0 was set); set it before "
+            "the first `import ray` to keep the cluster on 127.0.0.1",
+            stacklevel=2,
+        )
     if ray.is_initialized():
         if address not in (None, "auto"):
             current = ray.get_runtime_context().gcs_address

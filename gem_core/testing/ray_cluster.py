@@ -22,10 +22,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["loopback_cluster", "RAY_LOOPBACK_ENV"]
+from gem_core.distributed._ray import RAY_LOOPBACK_ENV
 
-RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-"""Set to ``"0"`` before ``import ray``: every node of a local cluster then advertises 127.0.0.1."""
+__all__ = ["loopback_cluster", "RAY_LOOPBACK_ENV"]
 
 
 @contextlib.contextmanager

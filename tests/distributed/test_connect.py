@@ -3,8 +3,11 @@ and `import gem_core` never importing Ray."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -101,3 +104,47 @@ def test_another_cluster_while_connected(ray_cluster):
         RayEnvPool(address="127.0.0.1:1")
     pool = RayEnvPool(address=ray_cluster.address)  # the connected one: fine
     pool.close()
+
+
+_LISTENERS = (
+    "def listeners():\n"
+    "    found = set()\n"
+    "    for name in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
+    "        with open(name) as f:\n"
+    "            for line in f.readlines()[1:]:\n"
+    "                local, state = line.split()[1], line.split()[3]\n"
+    "                if state == '0A':\n"
+    "                    found.add(local)\n"
+    "    return found\n"
+)
+
+
+def test_a_local_cluster_started_by_connect_listens_on_loopback_only():
+    """Regression (hostile output, part 2): `connect()` started a local cluster listening on
+    every interface (and advertising the machine's address)."""
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'gem-core[ray]'")
+    script = _LISTENERS + (
+        "import time\n"
+        "before = listeners()\n"
+        "from gem_core.distributed._ray import connect\n"
+        "ray = connect(num_cpus=1, include_dashboard=False)\n"
+        "time.sleep(1)\n"
+        "new = sorted(listeners() - before)\n"
+        "print(ray.get_runtime_context().gcs_address, new)\n"
+        "ray.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_ADDRESS")}
+    short = tempfile.mkdtemp(prefix="gr")  # Ray's socket paths are limited to 107 bytes
+    env["RAY_TMPDIR"] = short  # its own temp dir: no other test's cluster is found and joined
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                              cwd=REPO, env=env)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    gcs, new = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert gcs.startswith("127.0.0.1:"), done.stdout
+    addresses = eval(new)  # noqa: S307 - our own print of a list of strings
+    assert addresses, "no listener found"
+    loopback = ("0100007F:", "0000000000000000FFFF00000100007F:", "00000000000000000000000001000000:")
+    assert all(a.startswith(loopback) for a in addresses), addresses
