@@ -319,3 +319,38 @@ def test_a_lone_surrogate_in_a_tool_argument_is_a_tool_error(action):
     assert reward == 0.0 and not terminated and not truncated
     obs, *_ = env.step(tool_call("find_user_id_by_email", email="ava.moore@example.com"))
     assert "returned" in obs  # the episode goes on
+
+
+_READ_TASKS = [n for n, t in TASKS.items() if t.outputs and not t.actions]
+
+
+def _amounts(skip: str) -> str:
+    return " ".join(f"{c:.2f}" for c in range(400) if f"{c:.2f}" != skip)
+
+
+@pytest.mark.parametrize("name", _READ_TASKS)
+@pytest.mark.parametrize("trick", ["everything", "everything but the near miss"])
+def test_output_spraying_does_not_satisfy_required_outputs(name, trick):
+    """Regression (hostile output, part 2): one message listing every amount 0.00 ... 399.00
+    and every status, with no look-up, scored 1.0 on the read tasks."""
+    task = TASKS[name]
+    skip = task.near_miss_outputs[0] if trick != "everything" else ""
+    statuses = " ".join(s for s in ("pending", "processed", "delivered", "cancelled") if s != skip)
+    env = gem_core.make("tau:Retail-v0", tasks=[name])
+    env.reset(seed=0)
+    for action in [f"Here you go: {_amounts(skip)} {statuses}", "Goodbye."] * 5:
+        _, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert terminated and reward == 0.0 and info["failed_check"] == "outputs", info
+    assert "beside" in info["failure"], info["failure"]
+
+
+def test_an_answer_may_mention_a_few_other_values():
+    from gem_core.envs.tau.env import sprayed
+
+    assert sprayed("37.00", "25.00", "The total is $37.00 (an item at 12.00 and one at 13.00).") is None
+    assert sprayed("37.00", "25.00", "It is 37.00 or maybe 25.00.") is not None
+    assert sprayed("37.00", None, "37.00 " + "1.00 2.00 3.00") is not None
+    assert sprayed("cancelled", "pending", "Your order #R1007 is cancelled.") is None
+    assert sprayed("U08", None, "user U08 U09 U10 U11") is None  # no counted kind

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections import Counter
 from typing import Any
@@ -81,6 +82,45 @@ def tool_instructions() -> str:
 
 def _normalize(text: str) -> str:
     return " ".join(text.casefold().replace("$", "").replace(",", "").split())
+
+
+MAX_OTHER_CANDIDATES = {"amount": 2, "status": 1}
+"""How many other values of a required output's kind the assistant's messages may hold
+besides it (two item prices beside a total; the status an order had before); more is
+output spraying (every amount from 0.00 to 399.00 in one message) and fails the check."""
+
+_AMOUNT = re.compile(r"(?<![\d.])\d+\.\d\d(?![\d])")  # starts only at a digit run: linear time
+_STATUSES = frozenset(order[2] for order in ORDERS) | {"processed", "delivered", "cancelled", "pending"}
+
+
+def _candidates(output: str, text: str) -> tuple[str, set[str]] | None:
+    """``(kind, values of that kind said in text)`` (normalised) for ``output``, or ``None``
+    when the output is of no counted kind."""
+    needle = _normalize(output)
+    if _AMOUNT.fullmatch(needle):
+        return "amount", set(_AMOUNT.findall(_normalize(text)))
+    if needle in _STATUSES:
+        return "status", {status for status in _STATUSES if output_said(status, text)}
+    return None
+
+
+def sprayed(output: str, near_miss: str | None, text: str) -> str | None:
+    """Why ``output``, though said in ``text``, is not *the* answer there (or ``None``): the
+    task's near-miss value is said too, or more than `MAX_OTHER_CANDIDATES` other values of
+    its kind are."""
+    if near_miss is not None and _normalize(near_miss) != _normalize(output) and output_said(near_miss, text):
+        return f"the assistant also said {near_miss!r}, a wrong answer, beside {output!r}"
+    found = _candidates(output, text)
+    if found is None:
+        return None
+    kind, values = found
+    others = values - {_normalize(output)}
+    if len(others) > MAX_OTHER_CANDIDATES[kind]:
+        return (
+            f"the assistant listed {len(others)} other {kind}s beside {output!r}: a required output "
+            f"must be the answer, not one of a list (at most {MAX_OTHER_CANDIDATES[kind]} others)"
+        )
+    return None
 
 
 def output_said(output: str, text: str) -> bool:
@@ -170,7 +210,8 @@ class RetailEnv(MultiAgentEnv):
     Rewards: both agents get 1.0 at the end when the final database equals the task's
     expected one (the task's writes replayed on the seed, as a multiset of rows per
     table: the intended changes and nothing else), every required output was said in an
-    assistant message, and the conversation was transferred to a human exactly when the
+    assistant message as the answer (not beside the task's wrong value, nor among more than
+    `MAX_OTHER_CANDIDATES` other amounts or statuses: `sprayed`), and the conversation was transferred to a human exactly when the
     task requires it; else 0.0. ``info`` at the end: ``success``, ``checks``
     (``{"database", "outputs", "transfer"}`` booleans), ``failed_check`` (the first
     failing one, or ``"policy"``/``"turn_limit"``, else ``None``), ``failure`` (what
@@ -472,14 +513,17 @@ class RetailEnv(MultiAgentEnv):
         difference = _difference(self._expected_state(self.task), _dump(self._db))
         said = "\n".join(self.said)
         missing = [o for o in self.task.outputs if not output_said(o, said)]
+        near = dict(zip(self.task.outputs, self.task.near_miss_outputs, strict=False))
+        spray = None if missing else next(
+            (why for o in self.task.outputs if (why := sprayed(o, near.get(o), said)) is not None), None)
         checks = {
             "database": difference is None,
-            "outputs": not missing,
+            "outputs": not missing and spray is None,
             "transfer": self.transferred == self.task.transfer,
         }
         failures = {
             "database": difference,
-            "outputs": f"the assistant never said {missing[0]!r}" if missing else None,
+            "outputs": f"the assistant never said {missing[0]!r}" if missing else spray,
             "transfer": (
                 "the conversation was transferred to a human agent, which this task does not need"
                 if self.transferred
