@@ -50,7 +50,10 @@ def _authed(env, task="CancelHeadphones"):
     env.reset(seed=0, options={"task": task})
     user = TASKS[task].user_id
     email = next(u[3] for u in USERS if u[0] == user)
-    env.step(tool_call("find_user_id_by_email", email=email))
+    obs, *_ = env.step("Could you tell me the email address of your account?")
+    assert email in obs, obs  # the user gives it: authentication uses what the user said
+    obs, *_, info = env.step(tool_call("find_user_id_by_email", email=email))
+    assert info["policy_violation"] is None, obs
     return env
 
 
@@ -181,6 +184,9 @@ def test_writes_need_confirmation_tools_need_authentication_and_only_own_orders(
     env.reset(seed=0, options={"task": "CancelHeadphones"})
     obs, reward, *_, info = env.step(tool_call("get_order_details", order_id="#R1002"))
     assert info["policy_violation"] == "not_authenticated" and reward == -0.1, obs
+    obs, *_, info = env.step(tool_call("find_user_id_by_email", email="ava.moore@example.com"))
+    assert info["policy_violation"] == "unverified_identity" and "never said" in obs, obs  # not given yet
+    env.step("Could you tell me the email address of your account?")
     env.step(tool_call("find_user_id_by_email", email="ava.moore@example.com"))
     obs, *_, info = env.step(tool_call("cancel_pending_order", order_id="#R1002", reason="no longer needed"))
     assert info["policy_violation"] == "unconfirmed", obs
@@ -317,8 +323,8 @@ def test_a_lone_surrogate_in_a_tool_argument_is_a_tool_error(action):
     obs, reward, terminated, truncated, info = env.step(action)
     assert obs.startswith("Tool error (") and "not valid text" in obs, obs
     assert reward == 0.0 and not terminated and not truncated
-    obs, *_ = env.step(tool_call("find_user_id_by_email", email="ava.moore@example.com"))
-    assert "returned" in obs  # the episode goes on
+    obs, *_ = env.step("Could you tell me the email address of your account?")
+    assert obs.startswith("User: ")  # the episode goes on
 
 
 _READ_TASKS = [n for n, t in TASKS.items() if t.outputs and not t.actions]
@@ -354,3 +360,28 @@ def test_an_answer_may_mention_a_few_other_values():
     assert sprayed("37.00", None, "37.00 " + "1.00 2.00 3.00") is not None
     assert sprayed("cancelled", "pending", "Your order #R1007 is cancelled.") is None
     assert sprayed("U08", None, "user U08 U09 U10 U11") is None  # no counted kind
+
+
+def test_a_bare_confirmation_request_does_not_confirm_a_write():
+    """Regression (hostile output, part 2): a blind-confirm assistant ("Please confirm.",
+    then the write) passed 18 of 18 write tasks."""
+    env = _authed(_view())
+    env.step("Please confirm.")  # the user says yes to nothing in particular
+    obs, reward, terminated, _, info = env.step(
+        tool_call("cancel_pending_order", order_id="#R1002", reason="no longer needed"))
+    assert info["policy_violation"] == "unconfirmed_details" and "'#R1002'" in obs, obs
+    env.step("I will cancel order #R1002 (reason: no longer needed). Do you confirm (yes/no)?")
+    obs, *_, info = env.step(tool_call("cancel_pending_order", order_id="#R1002", reason="no longer needed"))
+    assert info["policy_violation"] is None and '"status": "cancelled"' in obs, obs
+
+
+def test_another_customers_account_cannot_be_reached_by_guessing_their_email():
+    """Regression: the first look-up authenticated whoever it found, so an assistant that
+    looked up another customer first could act on their orders."""
+    env = _view()
+    env.reset(seed=0, options={"task": "CancelHeadphones"})
+    other = next(u for u in USERS if u[0] != TASKS["CancelHeadphones"].user_id)
+    obs, *_, info = env.step(tool_call("find_user_id_by_email", email=other[3]))
+    assert info["policy_violation"] == "unverified_identity", obs
+    obs, *_, info = env.step(tool_call("get_user_details", user_id=other[0]))
+    assert info["policy_violation"] == "not_authenticated", obs

@@ -90,7 +90,8 @@ besides it (two item prices beside a total; the status an order had before); mor
 output spraying (every amount from 0.00 to 399.00 in one message) and fails the check."""
 
 _AMOUNT = re.compile(r"(?<![\d.])\d+\.\d\d(?![\d])")  # starts only at a digit run: linear time
-_STATUSES = frozenset(order[2] for order in ORDERS) | {"processed", "delivered", "cancelled", "pending"}
+_STATUSES = frozenset(order[2] for order in ORDERS) | {
+    "pending", "processed", "delivered", "cancelled", "return requested", "exchange requested"}
 
 
 def _candidates(output: str, text: str) -> tuple[str, set[str]] | None:
@@ -120,6 +121,22 @@ def sprayed(output: str, near_miss: str | None, text: str) -> str | None:
             f"the assistant listed {len(others)} other {kind}s beside {output!r}: a required output "
             f"must be the answer, not one of a list (at most {MAX_OTHER_CANDIDATES[kind]} others)"
         )
+    return None
+
+
+_CONFIRM_DETAILS = ("order_id", "item_ids", "new_item_ids", "address1", "zip")
+"""The arguments of a write its confirmation request must state (when the write has them)."""
+_IDENTITY_ARGUMENTS = {"find_user_id_by_email": ("email",), "find_user_id_by_name_zip": ("first_name", "last_name", "zip")}
+
+
+def unconfirmed_detail(arguments: dict[str, Any], request: str) -> str | None:
+    """The first detail of a write (`_CONFIRM_DETAILS`) that the message the user said yes
+    to does not state, or ``None``: a bare "Please confirm." confirms nothing."""
+    for key in _CONFIRM_DETAILS:
+        values = arguments.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str) and value and not output_said(value, request):
+                return value
     return None
 
 
@@ -194,8 +211,11 @@ class RetailEnv(MultiAgentEnv):
     `MAX_MESSAGE_CHARS` is cut, an empty or non-text one reads ``(no reply)``.
 
     Policy enforcement: a write tool without an explicit confirmation in the user's latest
-    message (`is_affirmative`), any tool but the look-ups before authentication, access
-    to another user's data, and the status rules of the policy (e.g. cancelling a
+    message (`is_affirmative`) of a request that states the write's details (its order,
+    items, address: `unconfirmed_detail`; code ``unconfirmed_details``), an authenticating
+    look-up with details the user never said (``unverified_identity``: no guessing an
+    account), any tool but the look-ups before authentication, access to another user's
+    data, and the status rules of the policy (e.g. cancelling a
     delivered order) are refused: ``Policy violation (CODE): ... The action was not
     taken.``, ``info["policy_violation"] = CODE``, reward ``violation_penalty``; with
     ``on_violation="terminate"`` the episode ends there (reward 0, ``failed_check =
@@ -300,6 +320,8 @@ class RetailEnv(MultiAgentEnv):
         self.confirmed = False
         self.transferred = False
         self.said: list[str] = []
+        self.heard: list[str] = []  # the user's messages
+        self.confirm_request = ""  # the assistant message the user's last "yes" answered
         self._live = True
         self.agent_selection = "user"
         self.observations = {"assistant": None, "user": GREETING}
@@ -447,6 +469,21 @@ class RetailEnv(MultiAgentEnv):
                     f"{name} changes the database: first describe the action to the user and get "
                     "their explicit confirmation (yes)",
                 )
+            if name in WRITE_TOOLS and (detail := unconfirmed_detail(arguments, self.confirm_request)):
+                raise PolicyViolation(
+                    "unconfirmed_details",
+                    f"the message the user confirmed does not state {detail!r}: describe the exact "
+                    f"action ({name}: the order, the items, the address) and ask for a yes to it",
+                )
+            if name in _IDENTITY_ARGUMENTS and self.session_user is None:
+                heard = "\n".join(self.heard)
+                unsaid = [arguments[k] for k in _IDENTITY_ARGUMENTS[name] if not output_said(arguments[k], heard)]
+                if unsaid:
+                    raise PolicyViolation(
+                        "unverified_identity",
+                        f"authenticate the user with the details they gave you; they never said "
+                        f"{unsaid[0][:80]!r}: ask them for it",
+                    )
             result = self.retail.call(name, arguments or {}, session_user=self.session_user)
         except PolicyViolation as exc:
             info["policy_violation"] = exc.code
@@ -485,7 +522,9 @@ class RetailEnv(MultiAgentEnv):
             self.observations["assistant"] = f"User: {text}\n\nThe user ended the conversation."
             self._end(terminated=True, reason="user_stop")
             return
+        self.heard.append(text)
         self.confirmed = is_affirmative(text)
+        self.confirm_request = self.said[-1] if self.confirmed and self.said else ""
         if first:
             self.observations["assistant"] = f"{self._intro}\n\nThe conversation starts.\nUser: {text}"
         else:
