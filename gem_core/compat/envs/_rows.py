@@ -17,7 +17,20 @@ from gem_core.compat.core import Env
 from gem_core.data import load_rows
 from gem_core.errors import InvalidArgument
 
-__all__ = ["Rows", "task_rows", "RowTaskEnv"]
+__all__ = ["Rows", "task_rows", "RowTaskEnv", "references"]
+
+
+def references(gt_answer: Any) -> list[str]:
+    """The acceptable answers of a row: a string or number, or a list of them.
+
+    Raises:
+        ValueError: another type (as the reference).
+    """
+    if isinstance(gt_answer, (str, float, int)):
+        return [str(gt_answer)]
+    if isinstance(gt_answer, list):
+        return [str(a) for a in gt_answer]
+    raise ValueError(f"Unexpected answer type: {type(gt_answer)}")
 
 
 class Rows(list):
@@ -134,6 +147,15 @@ class RowTaskEnv(Env):
         row = self.dataset[self.idx]
         self.idx += 1
         return row
+
+    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any):  # type: ignore[override]
+        super().reset(seed)
+        self._serve(self._next_row(seed, idx))
+        return self.first_obs, {}
+
+    def _serve(self, row: dict[str, Any]) -> None:
+        self.first_obs = row[self.question_key]
+        self.answer = row[self.answer_key]
 
     def get_state(self) -> dict[str, Any]:
         return {"first_obs": self.first_obs, "answer": self.answer}

@@ -57,13 +57,10 @@ class CodeEnv(RowTaskEnv):
         self.sandbox_type = sandbox_type
         self.tests: Any = None
 
-    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any):  # type: ignore[override]
-        super().reset(seed)
-        row = self._next_row(seed, idx)
+    def _serve(self, row: dict[str, Any]) -> None:
         self.first_obs = row[self.question_key]
         tests = row[self.test_key]
         self.tests = json.loads(tests) if isinstance(tests, str) else tests
-        return self.first_obs, {}
 
     def step(self, action: Any):
         code = extract_code_from_model(action)

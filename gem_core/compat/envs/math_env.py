@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from gem_core.compat._not_ported import placeholders
-from gem_core.compat.envs._rows import RowTaskEnv
+from gem_core.compat.envs._rows import RowTaskEnv, references
 from gem_core.compat.utils.constants import TERMINAL_STATE
 
 __all__ = ["MathEnv", "FORMAT_ERROR_REWARD", "verify_fn", "logger"]
@@ -65,13 +65,6 @@ class MathEnv(RowTaskEnv):
         self.use_mp = use_mp
         self._init_rows("MathEnv", dataset_name, split, dataset, seed, shuffle=not kwargs.get("eval", False))
 
-    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any):  # type: ignore[override]
-        super().reset(seed)
-        row = self._next_row(seed, idx)
-        self.first_obs = row[self.question_key]
-        self.answer = row[self.answer_key]
-        return self.first_obs, {}
-
     def step(self, action: Any):
         if self.use_format_error_reward and _final_answer(action) is None:
             return TERMINAL_STATE, FORMAT_ERROR_REWARD, True, True, {}
@@ -90,17 +83,12 @@ class MathEnv(RowTaskEnv):
         """
         from gem_core.grading.math import get_grader
 
-        if isinstance(gt_answer, (str, float, int)):
-            references = [str(gt_answer)]
-        elif isinstance(gt_answer, list):
-            references = [str(a) for a in gt_answer]
-        else:
-            raise ValueError(f"Unexpected answer type: {type(gt_answer)}")
+        refs = references(gt_answer)
         if not isinstance(model_answer, str):
             return False
         answer = _final_answer(model_answer) or model_answer
         grader = get_grader()
-        return any(grader.grade(answer, ref, timeout=GRADE_TIMEOUT_S) for ref in references)
+        return any(grader.grade(answer, ref, timeout=GRADE_TIMEOUT_S) for ref in refs)
 
     def sample_random_action(self) -> str:
         return "\\boxed{42}"

@@ -15,7 +15,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from gem_core.compat.envs._rows import RowTaskEnv
+from gem_core.compat.envs._rows import RowTaskEnv, references
 from gem_core.compat.utils.constants import TERMINAL_STATE
 from gem_core.compat.utils.parsing import extract_last_boxed_answer, extract_last_tagged_answer
 
@@ -63,13 +63,6 @@ class QaEnv(RowTaskEnv):
         ).shuffle(seed=seed)
         self.extractor = extract_last_boxed_answer if extract_boxed else extract_last_tagged_answer
 
-    def reset(self, seed: int | None = None, idx: int | None = None, **kwargs: Any):  # type: ignore[override]
-        super().reset(seed)
-        row = self._next_row(seed, idx)
-        self.first_obs = row[self.question_key]
-        self.answer = row[self.answer_key]
-        return self.first_obs, {}
-
     def step(self, action: Any):
         model_answer = self.extractor(action)
         correct = model_answer is not None and self.check_correct(model_answer, self.answer)
@@ -84,13 +77,8 @@ class QaEnv(RowTaskEnv):
         """
         from gem_core.grading.qa import exact_match
 
-        if isinstance(gt_answer, (str, float, int)):
-            references = [str(gt_answer)]
-        elif isinstance(gt_answer, list):
-            references = [str(a) for a in gt_answer]
-        else:
-            raise ValueError(f"Unexpected answer type: {type(gt_answer)}")
-        return exact_match(model_answer, references)
+        refs = references(gt_answer)
+        return exact_match(model_answer, refs)
 
     def sample_random_action(self) -> str:
         return "<answer>Hello World!</answer>"
