@@ -276,13 +276,13 @@ class CompatEnv(EnvWrapper):
                 "spawn(same_state=True) is not supported by gem_core envs; spawn a fresh env and "
                 "reset it with the same seed to replay an episode"
             )
+        return self._fresh(**{**self._make_kwargs, **kwargs})
+
+    def _fresh(self, **kwargs: Any) -> CompatEnv:
+        """A new env of this one's id, built from ``kwargs`` (`spawn`'s constructor)."""
         from gem_core.compat.envs.registration import make
 
-        return make(
-            self.env_id,
-            terminate_on_truncation=self.terminate_on_truncation,
-            **{**self._make_kwargs, **kwargs},
-        )
+        return make(self.env_id, terminate_on_truncation=self.terminate_on_truncation, **kwargs)
 
     def __str__(self) -> str:
         return f"<CompatEnv{self.env}>"

@@ -184,6 +184,23 @@ class _MemoryCgroup:
                 time.sleep(0.01)
 
 
+def capped_memory_cgroup(name: str, nbytes: int) -> _MemoryCgroup | None:
+    """A new memory cgroup ``name`` capped at ``nbytes`` (swap included), or ``None`` where
+    this host does not let us make and cap one (`_memory_cgroup_root`)."""
+    root = _memory_cgroup_root()
+    if root is None:
+        return None
+    cgroup = None
+    try:
+        cgroup = _MemoryCgroup(root[0], os.path.join(root[1], name))
+        cgroup.limit(nbytes)
+    except (OSError, ValueError):
+        if cgroup is not None:
+            cgroup.remove()
+        return None
+    return cgroup
+
+
 _UID_BLOCKS: set[int] = set()  # uid blocks held by this process's pools
 _UID_LOCK = threading.Lock()
 _UID_BLOCKS_PER_PROCESS = 64
@@ -570,18 +587,10 @@ class Sandbox(Closing):
         # Memory: a cgroup per slot bounds all processes of a run together, where this
         # host lets us create one; otherwise the bound is processes x memory_mb.
         self._cgroup_name = f"gem-sandbox-{os.getpid()}-{next(_POOL_IDS)}"
-        self._cgroup_root = _memory_cgroup_root()
-        if self._cgroup_root is not None:
-            probe = None
-            try:  # can we really make one here and cap it?
-                probe = _MemoryCgroup(self._cgroup_root[0],
-                                      os.path.join(self._cgroup_root[1], f"{self._cgroup_name}-probe"))
-                probe.limit(int(memory_mb) << 20)
-            except (OSError, ValueError):
-                self._cgroup_root = None
-            finally:
-                if probe is not None:
-                    probe.remove()
+        probe = capped_memory_cgroup(f"{self._cgroup_name}-probe", int(memory_mb) << 20)  # can we here?
+        self._cgroup_root = _memory_cgroup_root() if probe is not None else None
+        if probe is not None:
+            probe.remove()
         self._memory_bytes = int(memory_mb) << 20
         self.memory_scope: Literal["run", "process"] = "run" if self._cgroup_root else "process"
         if max_processes is None:

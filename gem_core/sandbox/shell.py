@@ -557,20 +557,10 @@ class Shell(Closing):
             self._uid = _UID_BASE + os.getpid() * _UIDS_PER_PID + 2 * slot
             self._grader_uid = self._uid + 1
         # Memory of a whole command: one cgroup per shell, every command started inside it.
-        from gem_core.sandbox.pool import _memory_cgroup_root, _MemoryCgroup
+        from gem_core.sandbox.pool import capped_memory_cgroup
 
-        self._cgroup: list[Any] = [None]
-        cgroup_root = _memory_cgroup_root()
-        if cgroup_root is not None:
-            try:
-                cgroup = _MemoryCgroup(cgroup_root[0], os.path.join(
-                    cgroup_root[1], f"gem-shell-{os.getpid()}-{next(_SHELL_IDS)}"))
-                self._cgroup[0] = cgroup
-                cgroup.limit(int(memory_mb) << 20)
-            except (OSError, ValueError):
-                if self._cgroup[0] is not None:
-                    self._cgroup[0].remove()
-                self._cgroup[0] = None
+        self._cgroup: list[Any] = [
+            capped_memory_cgroup(f"gem-shell-{os.getpid()}-{next(_SHELL_IDS)}", int(memory_mb) << 20)]
         self.memory_scope: str = "command" if self._cgroup[0] is not None else "process"
         """``"command"``: ``memory_mb`` caps each command's processes together (a memory
         cgroup); ``"process"``: each process alone (RLIMIT_AS; no cgroup here)."""

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "JSONLimitError",
     "first_block",
+    "is_text",
     "innermost_first_block",
     "json_depth",
     "loads_bounded",
@@ -89,6 +90,18 @@ def loads_bounded(
         raise JSONLimitError(
             f"the JSON nests too deep to decode; at most {max_depth} levels are allowed"
         ) from None
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` is valid Unicode text: no lone surrogate (a JSON ``"\\udcff"``),
+    which no database, JSON writer or MCP server accepts."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def first_block(text: str, opener: str, closer: str) -> tuple[int, int, int] | None:

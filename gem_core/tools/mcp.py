@@ -18,7 +18,13 @@ from gem_core.errors import (
     MCPConnectionError,
     import_optional,
 )
-from gem_core.tools._text import MAX_JSON_CHARS, MAX_JSON_DEPTH, JSONLimitError, loads_bounded
+from gem_core.tools._text import (
+    MAX_JSON_CHARS,
+    MAX_JSON_DEPTH,
+    JSONLimitError,
+    is_text,
+    loads_bounded,
+)
 from gem_core.tools.base import Tool, ToolCall, ToolResult
 
 __all__ = ["MCPTool", "MCPConnectionError", "MAX_JSON_CHARS", "MAX_JSON_DEPTH"]
@@ -717,11 +723,8 @@ def _invalid_text(value: Any) -> str | None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError:
-                    return item
+            if not is_text(item):
+                return item
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())

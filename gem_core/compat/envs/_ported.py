@@ -52,7 +52,7 @@ def env_class(
     fixed = dict(fixed or {})
 
     def __init__(self: CompatEnv, *args: Any, terminate_on_truncation: bool = True, **kwargs: Any) -> None:
-        from gem_core.compat.envs.registration import REFERENCE_ONLY_KWARGS
+        from gem_core.compat.envs.registration import split_reference_kwargs
 
         if len(args) > len(params):
             raise TypeError(f"{name}() takes at most {len(params)} positional arguments ({len(args)} given)")
@@ -63,21 +63,15 @@ def env_class(
         make_kwargs = dict(kwargs)
         cls = _load(core)
         accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
-        seed = None
-        for key in sorted(set(kwargs)):
-            if key in fixed:
-                value = kwargs.pop(key)
-                if value not in fixed[key]:
-                    raise InvalidKwarg(
-                        f"{name}({key}={value!r}): gem_core's {cls.__name__} behaves as {key} in "
-                        f"{fixed[key]!r} only"
-                    )
-            elif key in renames:
-                kwargs[renames[key]] = kwargs.pop(key)
-            elif key in REFERENCE_ONLY_KWARGS and key not in accepted:
-                value = kwargs.pop(key)
-                if key == "seed":
-                    seed = value
+        for key in sorted(set(kwargs) & set(fixed)):
+            value = kwargs.pop(key)
+            if value not in fixed[key]:
+                raise InvalidKwarg(
+                    f"{name}({key}={value!r}): gem_core's {cls.__name__} behaves as {key} in {fixed[key]!r} only"
+                )
+        for key in sorted(set(kwargs) & set(renames)):
+            kwargs[renames[key]] = kwargs.pop(key)
+        seed, _ = split_reference_kwargs(name, kwargs, accepted)
         unknown = sorted(set(kwargs) - accepted)
         if unknown:
             raise InvalidKwarg(
@@ -92,16 +86,11 @@ def env_class(
             make_kwargs=make_kwargs,
         )
 
-    def spawn(self: CompatEnv, same_state: bool = False, **kwargs: Any) -> CompatEnv:
-        if same_state:
-            raise NotImplementedError(
-                "spawn(same_state=True) is not supported by gem_core envs; spawn a fresh env and "
-                "reset it with the same seed to replay an episode"
-            )
-        return type(self)(terminate_on_truncation=self.terminate_on_truncation, **{**self._make_kwargs, **kwargs})
+    def _fresh(self: CompatEnv, **kwargs: Any) -> CompatEnv:
+        return type(self)(terminate_on_truncation=self.terminate_on_truncation, **kwargs)
 
     doc = (
         f"The reference's ``{name}({', '.join(params)})`` on gem_core's ``{core.replace(':', '.')}`` "
         "(see `gem_core.compat.envs._ported`)."
     )
-    return type(name, (CompatEnv,), {"__init__": __init__, "spawn": spawn, "__module__": module, "__doc__": doc})
+    return type(name, (CompatEnv,), {"__init__": __init__, "_fresh": _fresh, "__module__": module, "__doc__": doc})

@@ -171,16 +171,7 @@ def make(env_id: str, *, terminate_on_truncation: bool = True, **kwargs: Any) ->
     call_kwargs = {**alias_kwargs, **kwargs}
     factory = _factory(env_spec)
     accepted = _accepted(factory) if factory is not None else None
-    seed = None
-    dropped: list[str] = []
-    for name in sorted(set(call_kwargs) & REFERENCE_ONLY_KWARGS):
-        if accepted is not None and name in accepted:
-            continue  # the gem_core env takes it (rg:* takes seed, code:* max_workers ...)
-        value = call_kwargs.pop(name)
-        if name == "seed":
-            seed = _first_seed(env_id, value)
-        else:
-            dropped.append(name)
+    seed, dropped = split_reference_kwargs(env_id, call_kwargs, accepted)
     if "max_turns" in call_kwargs and env_spec.category in SINGLE_TURN_FAMILIES:
         call_kwargs.pop("max_turns")
         dropped.append("max_turns")
@@ -195,6 +186,22 @@ def make(env_id: str, *, terminate_on_truncation: bool = True, **kwargs: Any) ->
         terminate_on_truncation=terminate_on_truncation,
         make_kwargs=kwargs,
     )
+
+
+def split_reference_kwargs(env_id: str, kwargs: dict[str, Any], accepted: set[str] | None) -> tuple[int | None, list[str]]:
+    """Take the `REFERENCE_ONLY_KWARGS` the gem_core constructor does not take (``accepted``;
+    ``None``: unknown) out of ``kwargs``, in place: ``(first reset's seed, names dropped)``."""
+    seed = None
+    dropped: list[str] = []
+    for name in sorted(set(kwargs) & REFERENCE_ONLY_KWARGS):
+        if accepted is not None and name in accepted:
+            continue  # the gem_core env takes it (rg:* takes seed, code:* max_workers ...)
+        value = kwargs.pop(name)
+        if name == "seed":
+            seed = _first_seed(env_id, value)
+        else:
+            dropped.append(name)
+    return seed, dropped
 
 
 def _first_seed(env_id: str, value: Any) -> int | None:

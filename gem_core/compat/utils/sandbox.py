@@ -1,8 +1,8 @@
 """Reference ``gem.utils.sandbox``: `run_python` in gem_core's sandbox.
 
 ``run_python(code, sandbox_type, stdin=None, timeout=10) -> (success, stdout, stderr)`` runs
-in `gem_core.sandbox` (a process-wide pool: namespaces, seccomp, resource limits, no
-network), whatever ``sandbox_type`` says: the reference's ``"none"`` ran model code on the
+in `gem_core.sandbox` (the process-wide pool the code graders use,
+`gem_core.grading.code.shared_sandbox`: namespaces, seccomp, resource limits, no network), whatever ``sandbox_type`` says: the reference's ``"none"`` ran model code on the
 host. ``success`` is exit code 0 within the timeout; a timeout or sandbox failure puts
 `ERROR_MSG_PREFIX` and the reason in ``stderr``. The reference's import filter
 (`check_forbidden_imports`) and raw `subprocess_run` are not ported: the sandbox isolates
@@ -10,10 +10,6 @@ the code instead of screening it.
 """
 
 from __future__ import annotations
-
-import os
-import threading
-from typing import Any
 
 from gem_core.compat._not_ported import placeholders
 
@@ -30,21 +26,6 @@ ERROR_MSG_PREFIX = "Failed to execute program: "
     why="the reference screens imports and runs the code as a host subprocess",
 )
 
-_LOCK = threading.Lock()
-_POOL: Any = None
-_POOL_PID = 0
-
-
-def _pool() -> Any:
-    global _POOL, _POOL_PID
-    with _LOCK:
-        if _POOL is None or _POOL.closed or _POOL_PID != os.getpid():
-            from gem_core.sandbox import Sandbox
-
-            _POOL = Sandbox(size=min(4, max(1, os.cpu_count() or 1)))  # one per process: a fork makes its own
-            _POOL_PID = os.getpid()
-        return _POOL
-
 
 def run_python(code: str, sandbox_type: str = "none", stdin: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> tuple[bool, str, str]:
     """Run ``code`` (stdin ``stdin``) in gem_core's sandbox; ``(success, stdout, stderr)``.
@@ -53,7 +34,9 @@ def run_python(code: str, sandbox_type: str = "none", stdin: str | None = None, 
     """
     if not isinstance(code, str):
         return False, "", f"{ERROR_MSG_PREFIX}code must be a str, got {type(code).__name__}"
-    result = _pool().run(code, stdin=stdin, timeout=timeout)
+    from gem_core.grading.code import shared_sandbox
+
+    result = shared_sandbox().run(code, stdin=stdin, timeout=timeout)
     stderr = result.stderr
     if result.timed_out:
         stderr = f"{ERROR_MSG_PREFIX}timed out after {timeout} s\n{stderr}".rstrip("\n")

@@ -20,6 +20,8 @@ import sqlite3
 from collections import Counter
 from typing import Any
 
+from gem_core.tools._text import is_text
+
 __all__ = [
     "Retail",
     "ToolError",
@@ -177,18 +179,6 @@ NO_AUTH_TOOLS = frozenset(
 )
 
 
-def _is_text(value: str) -> bool:
-    """Whether ``value`` is valid Unicode text (no lone surrogates, which no database, JSON
-    reader or model tokenizer accepts)."""
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_arguments(name: str, arguments: Any) -> None:
     """Raise `ToolError` unless ``arguments`` fit tool ``name``'s schema and the caps."""
     spec = _SPECS.get(name)
@@ -210,7 +200,7 @@ def check_arguments(name: str, arguments: Any) -> None:
                 raise ToolError(f"{name}: {key} must be a string, got {type(value).__name__}")
             if len(value) > MAX_STRING_CHARS:
                 raise ToolError(f"{name}: {key} has {len(value)} characters; at most {MAX_STRING_CHARS}")
-            if not _is_text(value):
+            if not is_text(value):
                 raise ToolError(f"{name}: {key} is not valid text (it holds a lone surrogate)")
         else:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -219,7 +209,7 @@ def check_arguments(name: str, arguments: Any) -> None:
                 raise ToolError(f"{name}: {key} must have 1 to {MAX_LIST_ITEMS} entries, got {len(value)}")
             if any(len(v) > MAX_STRING_CHARS for v in value):
                 raise ToolError(f"{name}: an entry of {key} is over {MAX_STRING_CHARS} characters")
-            if not all(_is_text(v) for v in value):
+            if not all(is_text(v) for v in value):
                 raise ToolError(f"{name}: an entry of {key} is not valid text (it holds a lone surrogate)")
 
 
