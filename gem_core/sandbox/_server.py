@@ -45,6 +45,15 @@ import traceback  # imported here, not per execution: children fork with it load
 _HEADER = struct.Struct(">I")
 _STATUS_FD_MIN = 900  # where the child keeps its status pipe: out of the way of the code's fds
 _DRAIN_S = 0.2  # how long stragglers holding a pipe may delay a result (no pid namespace)
+# How long the zygote may tidy up after a run. A run that leaves more than this removes
+# in time (e.g. 500,000 directories) retires its zygote instead: the host starts a fresh
+# one (its private /tmp goes with the old mount namespace), so what one run leaves never
+# delays the next run by more than this plus a restart.
+CLEANUP_BUDGET_S = 0.25
+
+
+class _OverBudget(Exception):
+    """Cleanup passed its deadline."""
 
 
 def _read_exact(fd, n):
@@ -85,16 +94,19 @@ def _open_dir(name, dir_fd):
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 
-def _unlink_all(fd, dev):
+def _unlink_all(fd, dev, deadline=None):
     """Unlink every non-directory in the directory open as ``fd``.
 
-    Returns ``(subdirectories on the same file system, whether all else went)``.
+    Returns ``(subdirectories on the same file system, whether all else went)``; raises
+    `_OverBudget` once ``deadline`` (`time.monotonic`) has passed.
     """
     subdirs, ok = [], True
     for attempt in (0, 1):
         retry = False
         with os.scandir(fd) as entries:
-            for entry in entries:
+            for count, entry in enumerate(entries):
+                if deadline is not None and not count & 255 and time.monotonic() > deadline:
+                    raise _OverBudget
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         if entry.stat(follow_symlinks=False).st_dev == dev:
@@ -119,13 +131,14 @@ def _unlink_all(fd, dev):
     return subdirs, ok
 
 
-def remove_tree(parent_fd, name, dev=None):
+def remove_tree(parent_fd, name, dev=None, deadline=None):
     """Delete ``name`` (in the directory open as ``parent_fd``) and everything below it.
 
     Iterative, one directory fd at a time (no recursion, no path-length limit), so a tree
     of any depth goes; it never descends into another file system (a bind mount) and
     stops, rather than delete elsewhere, if the tree moves while it works. Returns whether
-    everything went. Never raises ``OSError``.
+    everything went. Never raises ``OSError``; raises `_OverBudget` once ``deadline``
+    (`time.monotonic`) has passed, leaving the rest.
     """
     try:
         st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -147,8 +160,10 @@ def remove_tree(parent_fd, name, dev=None):
     try:
         while stack:
             top = stack[-1]
+            if deadline is not None and time.monotonic() > deadline:
+                raise _OverBudget
             if top[2] is None:
-                top[2], emptied = _unlink_all(fd, dev)
+                top[2], emptied = _unlink_all(fd, dev, deadline)
                 ok = ok and emptied
             if top[2]:
                 child = top[2].pop()
@@ -192,7 +207,7 @@ def remove_tree(parent_fd, name, dev=None):
     return ok
 
 
-def remove_path(path):
+def remove_path(path, deadline=None):
     """`remove_tree` by path (its parent must exist); ``True`` when nothing is left."""
     parent, name = os.path.split(os.path.abspath(path))
     try:
@@ -202,7 +217,7 @@ def remove_path(path):
     except OSError:
         return False
     try:
-        return remove_tree(fd, name)
+        return remove_tree(fd, name, deadline=deadline)
     finally:
         os.close(fd)
 
@@ -551,7 +566,7 @@ class Zygote:
             keep[directory] = (mounts, parents)
         return keep
 
-    def _wipe(self, directory, mounts, parents):
+    def _wipe(self, directory, mounts, parents, deadline):
         """Empty ``directory`` except for mounts; ``True`` when nothing else is left."""
         try:
             fd = os.open(directory, _DIR_FLAGS)
@@ -565,9 +580,9 @@ class Zygote:
                 if path in mounts:
                     continue
                 if path in parents:
-                    ok = self._wipe(path, mounts, parents) and ok
+                    ok = self._wipe(path, mounts, parents, deadline) and ok
                 else:
-                    ok = remove_tree(fd, name, dev) and ok
+                    ok = remove_tree(fd, name, dev, deadline) and ok
         except OSError:
             ok = False
         finally:
@@ -575,14 +590,22 @@ class Zygote:
         return ok
 
     def _cleanup_files(self, workdir):
-        """Remove the run's work dir and wipe the private dirs; ``None`` or what is left."""
+        """Remove the run's work dir and wipe the private dirs; ``None`` or what is left.
+
+        Bounded by `CLEANUP_BUDGET_S`: past it, the zygote reports itself unclean and the
+        host replaces it.
+        """
         left = []
-        if not remove_path(workdir):
-            left.append(workdir)
-        for directory in self.clean_dirs:
-            mounts, parents = self.keep.get(directory, ((), ()))
-            if not self._wipe(directory, mounts, parents):
-                left.append(directory)
+        deadline = time.monotonic() + CLEANUP_BUDGET_S
+        try:
+            if not remove_path(workdir, deadline):
+                left.append(workdir)
+            for directory in self.clean_dirs:
+                mounts, parents = self.keep.get(directory, ((), ()))
+                if not self._wipe(directory, mounts, parents, deadline):
+                    left.append(directory)
+        except _OverBudget:
+            return f"the run left more than {CLEANUP_BUDGET_S} s of cleanup"
         return f"could not remove everything in {', '.join(left)}" if left else None
 
     def _prepare(self):

@@ -27,6 +27,7 @@ from gem_core._closing import Closing
 from gem_core.errors import InvalidArgument, SandboxClosed, SandboxError, SandboxUnavailable
 from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import remove_path
+from gem_core.sandbox._trash import Trash
 from gem_core.sandbox.isolation import (  # noqa: F401 - re-exported: their old import path
     Isolation,
     ReducedIsolationWarning,
@@ -288,6 +289,7 @@ class _Worker:
             config["drop_uid"] = pool._drop_uid_base + self.slot % _UIDS_PER_POOL
         if pool._base_dir is not None:  # each slot wipes a dir of its own after each run
             slot_dir = os.path.join(pool._base_dir, f"slot-{self.slot}")
+            pool._trash.discard(slot_dir)  # what a replaced zygote left: off the critical path
             os.makedirs(slot_dir, exist_ok=True)
             os.chmod(slot_dir, 0o1777 if os.geteuid() == 0 else 0o700)
             config["base_dir"] = slot_dir
@@ -628,14 +630,16 @@ class Sandbox(Closing):
             self._idle.put(worker)
         self._closed = False
         self._lock = threading.Lock()
+        self._trash = Trash(remove_path)  # what a replaced zygote left (no bubblewrap)
         # The zygotes, cgroups, base dir and uids belong to this process: a forked child
         # that exits (atexit, weakref finalizers) or drops the object must leave them be.
         self._owner_pid = os.getpid()
         self._finalizer = weakref.finalize(self, Sandbox._shutdown, self._workers, self._base_dir,
-                                           self._drop_uid_base, self._owner_pid)
+                                           self._drop_uid_base, self._owner_pid, self._trash)
         atexit.register(self._finalizer)
 
     # -- lifecycle ------------------------------------------------------------------
+
 
     def warm_up(self) -> None:
         """Start every slot's zygote now (in parallel) instead of at its first use."""
@@ -677,13 +681,14 @@ class Sandbox(Closing):
 
     @staticmethod
     def _shutdown(workers: list[_Worker], base_dir: str | None, uid_base: int | None,
-                  owner_pid: int) -> None:
+                  owner_pid: int, trash: Trash) -> None:
         if os.getpid() != owner_pid:
             return  # a forked child: nothing here is ours to tear down
         for worker in workers:
             worker.kill()
             if worker.cgroup is not None:
                 worker.cgroup.remove()
+        trash.wait()
         if base_dir:
             remove_path(base_dir)
         if uid_base is not None:

@@ -35,6 +35,7 @@ from gem_core.errors import (
 )
 from gem_core.sandbox import isolation as _isolation
 from gem_core.sandbox._server import OutputCapture
+from gem_core.sandbox._trash import Trash
 from gem_core.sandbox.isolation import Isolation
 
 __all__ = [
@@ -389,7 +390,8 @@ def _take_uid_slot() -> int:
         "holding two uids of its own; close() the ones you no longer need (or run more processes)")
 
 
-def _release(root_dir: list[str | None], slot: int | None, owner_pid: int, cgroup: list[Any] | None = None) -> None:
+def _release(root_dir: list[str | None], slot: int | None, owner_pid: int, cgroup: list[Any] | None = None,
+             trash: Trash | None = None) -> None:
     """Finalizer of a `Shell`: remove its files and memory cgroup and give its uids back.
 
     Nothing in a forked child (its exit or garbage collection runs this too): the files
@@ -397,6 +399,8 @@ def _release(root_dir: list[str | None], slot: int | None, owner_pid: int, cgrou
     """
     if os.getpid() != owner_pid:
         return
+    if trash is not None:
+        trash.wait()
     if root_dir[0] is not None:
         _remove_tree(root_dir[0])
         root_dir[0] = None
@@ -564,7 +568,11 @@ class Shell(Closing):
         self.memory_scope: str = "command" if self._cgroup[0] is not None else "process"
         """``"command"``: ``memory_mb`` caps each command's processes together (a memory
         cgroup); ``"process"``: each process alone (RLIMIT_AS; no cgroup here)."""
-        self._finalizer = weakref.finalize(self, _release, self._root, slot, os.getpid(), self._cgroup)
+        # Old workspaces go in the background: one an agent filled with 100,000s of
+        # directories would otherwise delay the next episode's reset by seconds.
+        self._trash = Trash(_remove_tree)
+        self._finalizer = weakref.finalize(self, _release, self._root, slot, os.getpid(), self._cgroup,
+                                           self._trash)
 
     # -- workspace ------------------------------------------------------------------
 
@@ -597,8 +605,8 @@ class Shell(Closing):
                 f"{sorted(self._snapshots) or 'none'} (save one with save_snapshot)")
         root = self._ensure_root()
         if self._workspace is not None:
-            _remove_tree(self._workspace)
-        _remove_tree(os.path.join(root, "tmp"))  # the private $TMPDIR without bubblewrap
+            self._trash.discard(self._workspace)
+        self._trash.discard(os.path.join(root, "tmp"))  # the private $TMPDIR without bubblewrap
         self._runs += 1
         self._workspace = os.path.join(root, f"ws-{self._runs}")
         if snapshot is None:
@@ -625,7 +633,7 @@ class Shell(Closing):
         self._copy_tree(self._workspace, target)
         old = self._snapshots.pop(key, None)
         if old is not None:
-            _remove_tree(old)
+            self._trash.discard(old)
         self._snapshots[key] = target
 
     @property
@@ -660,7 +668,7 @@ class Shell(Closing):
     def remove_workspace(self) -> None:
         """Delete the workspace now (the next `run` needs a `reset_workspace` first)."""
         if self._workspace is not None:
-            _remove_tree(self._workspace)
+            self._trash.discard(self._workspace)
             self._workspace = None
 
     def workspace_usage(self) -> tuple[int, int, bool]:
@@ -781,7 +789,7 @@ class Shell(Closing):
             return self._execute(argv, env, cwd, timeout, self._workspace if measure else None, grader)
         finally:
             for path in extra:
-                _remove_tree(path)
+                self._trash.discard(path)
 
     def _write_files(self, files: Mapping[str, str | bytes], made: list[str], owner: int | None) -> str:
         assert self._root_dir is not None

@@ -235,6 +235,39 @@ def test_a_deep_tree_left_by_one_run_does_not_break_the_next(isolation):
         assert third.stdout == "[]\n", third  # the trees are gone, and so are old work dirs
 
 
+MANY_DIRS = (
+    "import os, time\n"
+    "start, n = time.monotonic(), 0\n"
+    "while time.monotonic() - start < 4:\n"
+    "    os.mkdir(f'd{n}')\n"
+    "    n += 1\n"
+    "print(n)\n"
+)
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_a_run_that_leaves_a_huge_tree_does_not_stall_the_next(isolation):
+    # Regression: a run that spent its time making directories (hundreds of thousands)
+    # held its slot while the zygote removed them, ~4x as long as making them took; the
+    # next run (the next episode's correct submission) waited for all of it. Now cleanup
+    # has a budget (CLEANUP_BUDGET_S); past it the zygote is replaced and the tree goes
+    # with its mount namespace, or in the background.
+    with Sandbox(size=1, isolation=isolation, timeout_s=20) as sb:
+        made = sb.run(MANY_DIRS)
+        assert made.ok and int(made.stdout) > 1000, made
+        start = time.monotonic()
+        second = sb.run(
+            "import os\nhere = os.getcwd()\n"
+            "print(sum(1 for n in os.listdir(os.path.dirname(here)) if n.startswith('run-')),"
+            " sum(1 for n in os.listdir('/tmp') if n[:1] == 'd' and n[1:].isdigit()))")
+        waited = time.monotonic() - start
+        assert second.ok and second.stdout == "1 0\n", second  # only its own work dir
+        # Making the tree took 4 s; removing it inline took 1.4-4x that (rlimits, bwrap);
+        # the next run now waits ~0.5 s (the budget plus a zygote restart), 8x under 4 s.
+        assert waited < made.duration_s, (waited, made.duration_s)
+        assert sb.run("print(3)").stdout == "3\n"
+
+
 def test_a_slow_cleanup_does_not_eat_the_next_runs_deadline(monkeypatch):
     # A cleanup that takes seconds must not count against the next run's timeout: the
     # run's deadline starts when its worker is ready, not when the host hands out the slot.

@@ -200,6 +200,52 @@ def test_workspace_is_removed_on_reset_and_close():
         shell.run("true")
 
 
+_MKDIR_FOREVER = (
+    "python3 -c \"import os\nn = 0\nwhile True:\n    os.mkdir(f'd{n}')\n    n += 1\"")
+
+
+@requires_python3
+def test_a_workspace_filled_with_directories_does_not_stall_the_next_reset():
+    # Regression: a command making directories as fast as it can left ~100,000s before
+    # the workspace cap caught it; reset_workspace (the next episode) then spent ~8 s
+    # removing them inline. The old workspace now goes in the background.
+    with Shell(timeout_s=10) as shell:
+        first = shell.reset_workspace()
+        filled = shell.run(_MKDIR_FOREVER)
+        assert filled.workspace_over_limit, filled
+        start = time.monotonic()
+        second = shell.reset_workspace()
+        assert time.monotonic() - start < 1.0  # ~1 ms here; removing inline took seconds
+        assert not os.path.exists(first) and os.listdir(second) == []
+        assert shell.run("echo ok").output == "ok\n"
+        shell._trash.wait()
+        root = os.path.dirname(second)
+        assert not [n for n in os.listdir(root) if n.startswith(".trash-")]  # and it went
+
+
+def test_trash_removes_one_tree_at_a_time(tmp_path):
+    from gem_core.sandbox._trash import Trash
+
+    removing = []
+
+    def slow_remove(path):
+        removing.append(path)
+        time.sleep(0.3)
+        shutil.rmtree(path)
+
+    trash = Trash(slow_remove)
+    for name in ("a", "b"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+    start = time.monotonic()
+    trash.discard(str(tmp_path / "a"))
+    assert time.monotonic() - start < 0.3 and not (tmp_path / "a").exists()
+    trash.discard(str(tmp_path / "b"))  # waits for "a": trash never piles up
+    assert time.monotonic() - start >= 0.3 and len(removing) == 2
+    trash.wait()
+    assert sorted(os.listdir(tmp_path)) == []
+    trash.discard(str(tmp_path / "missing"))  # absent: nothing to do
+
+
 def test_misuse_raises_with_a_clear_message():
     with pytest.raises(InvalidArgument, match=r"Shell\(timeout_s=...\) must be a positive number, got 0"):
         Shell(timeout_s=0)
