@@ -47,7 +47,8 @@ class Backend:
         """
 
     def make_vec(self, env_id: str, num_envs: int, mode: str) -> Any:
-        """A vector env of ``num_envs`` copies; ``mode`` is ``"sync"`` or ``"async"``.
+        """A vector env of ``num_envs`` copies; ``mode`` is ``"sync"``, ``"async"`` or
+        ``"local"`` (async with the calling process stepping one shard).
 
         The vector env autoresets on the step after an episode ends (NEXT_STEP) and
         returns ``(obs, rewards, terminated, truncated, infos)`` from ``step(actions)``.
@@ -100,6 +101,8 @@ class OursBackend(Backend):
         import gem_core
 
         self.load_vector()
+        if mode == "local":
+            return gem_core.make_vec(env_id, num_envs, vectorization_mode="async", local_shard=True)
         return gem_core.make_vec(env_id, num_envs, vectorization_mode=mode)
 
 
@@ -137,6 +140,8 @@ class ReferenceBackend(Backend):
         # the semantics our default and the raw loop use.
         from functools import partial
 
+        if mode == "local":
+            raise Unavailable("the reference has no local shard")
         with _quiet():
             import gem
             from gem.vector.async_vector_env import AsyncVectorEnv

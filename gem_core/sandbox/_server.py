@@ -248,6 +248,45 @@ def _address_space():
     return 0
 
 
+_READY = b"r"
+
+
+def _reseed():
+    """Fresh 256/128-bit seeds for the random modules (the next forked child inherits
+    them). Explicit seeds: ``numpy.random.seed()`` gathers its own entropy 10x slower."""
+    try:
+        mod = sys.modules.get("random")
+        if mod is not None:
+            mod.seed(os.urandom(32))
+        mod, np = sys.modules.get("numpy.random"), sys.modules.get("numpy")
+        if mod is not None and np is not None:
+            mod.seed(np.frombuffer(os.urandom(16), dtype=np.uint32))
+    except Exception:
+        pass
+
+
+def _prefer_for_oom(pid):
+    """Make ``pid`` the OOM killer's first choice: under a memory cgroup it then takes a
+    run's processes, not the zygote. ``False`` when not allowed."""
+    try:
+        with open(f"/proc/{pid}/oom_score_adj", "w") as f:
+            f.write("1000")
+        return True
+    except OSError:
+        return False
+
+
+def _alive(spare):
+    """Whether the spare child still runs (a dead one is reaped here)."""
+    try:
+        if os.waitpid(spare["pid"], os.WNOHANG)[0] == 0:
+            return True
+    except ChildProcessError:  # reaped already (`Zygote._reap`)
+        pass
+    spare["reaped"] = True
+    return False
+
+
 def _exit_code(status):
     """An exit code of `ExecResult` from a wait status: the code, or minus the signal."""
     if os.WIFEXITED(status):
@@ -323,6 +362,8 @@ class Zygote:
         self.spare = None
         self.base_address_space = 0  # the preloaded zygote's (runs get memory_bytes on top)
         self.unreaped = None  # the last run's child: it reported its status and is exiting
+        self.cleanup_phases = {}  # seconds per step of the last `after`
+        self.oom_in_child = False  # whether a child must raise its own OOM score
         self.keep = self._keep_sets()
 
     # ------------------------------------------------------------------ child side
@@ -344,11 +385,8 @@ class Zygote:
             os.closerange(status_fd + 1, 1 << 16)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            try:  # under a memory cgroup, the OOM killer takes a run's processes, not the zygote
-                with open("/proc/self/oom_score_adj", "w") as f:
-                    f.write("1000")
-            except OSError:
-                pass
+            if self.oom_in_child:  # else the zygote did it (`_prepare`), off this setup's path
+                _prefer_for_oom("self")
             if self.drop_uid is not None:
                 os.setgroups([])
                 os.setgid(self.drop_uid)
@@ -366,16 +404,10 @@ class Zygote:
                 resource.setrlimit(which, (soft, hard))
             os.mkdir(workdir, 0o700)
             os.chdir(workdir)
-            os.environ.clear()
-            os.environ.update(self.env)
+            # The rest of the environment is the zygote's own, set once (`serve`); the
+            # zygote also reseeds the random modules after each fork, so no two children
+            # share a seed and neither costs this child its setup time.
             os.environ["HOME"] = os.environ["TMPDIR"] = os.environ["PWD"] = workdir
-            for name in ("random", "numpy.random"):  # forked children must not share a seed
-                mod = sys.modules.get(name)
-                if mod is not None:
-                    try:
-                        mod.seed()
-                    except Exception:
-                        pass
             sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
             sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
             sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
@@ -385,6 +417,7 @@ class Zygote:
             # write (copied on first write after the fork) are this child's before it runs.
             json.loads('{"code": "x = 1", "prelude": [], "cpu_s": 1.0}')
             exec(compile("x = 1", "<warm-up>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+            os.write(status_fd, _READY)  # set up: the zygote times a request that came earlier
             req = _read_frame(3)
             if req is None:  # the zygote dropped this spare
                 os._exit(0)
@@ -626,25 +659,53 @@ class Zygote:
             self._child((in_r, out_w, err_w, ctrl_r, status_w), workdir)
         for fd in (in_r, out_w, err_w, ctrl_r, status_w):
             os.close(fd)
+        if not self.oom_in_child and not _prefer_for_oom(str(pid)):
+            self.oom_in_child = True  # not allowed here: this child went without, so replace it
+            self.spare = {"pid": pid, "in_w": in_w, "out_r": out_r, "err_r": err_r, "ctrl_w": ctrl_w,
+                          "status_r": status_r, "pidfd": None, "workdir": workdir}
+            self._drop_spare()
+            return self._prepare()
+        _reseed()  # for the next spare: forked children must not share a seed
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             pidfd = None
         self.spare = {"pid": pid, "in_w": in_w, "out_r": out_r, "err_r": err_r, "ctrl_w": ctrl_w,
-                      "status_r": status_r, "pidfd": pidfd, "workdir": workdir}
+                      "status_r": status_r, "pidfd": pidfd, "workdir": workdir, "ready": False}
+
+    def _await_spare(self, spare, deadline):
+        """Wait (bounded by ``deadline``) until the spare has set itself up.
+
+        Only for the figures (`phases`): a request sent earlier would wait in its pipe just
+        the same. A spare that dies instead shows as EOF; its exit status reports it.
+        """
+        if spare["ready"]:
+            return
+        fd = spare["status_r"]
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if ready:
+            try:
+                os.read(fd, len(_READY))
+            except OSError:
+                pass
+            spare["ready"] = True
 
     def _drop_spare(self):
         spare, self.spare = self.spare, None
         if spare is None:
             return
-        try:
-            os.kill(spare["pid"], signal.SIGKILL)
+        try:  # through its pidfd where there is one: a pid reaped already may be reused
+            if spare["pidfd"] is not None:
+                signal.pidfd_send_signal(spare["pidfd"], signal.SIGKILL)
+            elif not spare.get("reaped"):
+                os.kill(spare["pid"], signal.SIGKILL)
         except OSError:
             pass
-        try:
-            os.waitpid(spare["pid"], 0)
-        except ChildProcessError:
-            pass
+        if not spare.get("reaped"):
+            try:
+                os.waitpid(spare["pid"], 0)
+            except ChildProcessError:
+                pass
         for key in ("in_w", "out_r", "err_r", "ctrl_w", "status_r", "pidfd"):
             if spare[key] is not None:
                 os.close(spare[key])
@@ -655,8 +716,8 @@ class Zygote:
         start = time.monotonic()
         timeout = float(req["timeout"])
         deadline = start + timeout
-        if self.spare is not None and os.waitpid(self.spare["pid"], os.WNOHANG)[0]:
-            self.spare = None  # it died while waiting (killed from outside); make another
+        if self.spare is not None and not _alive(self.spare):
+            self._drop_spare()  # it died while waiting (killed from outside); make another
         if self.spare is None:
             self._prepare()
         spare, self.spare = self.spare, None
@@ -664,6 +725,9 @@ class Zygote:
         out_r, err_r, status_r = spare["out_r"], spare["err_r"], spare["status_r"]
         limit = int(self.limits["max_output_bytes"])
         out, err = OutputCapture(limit), OutputCapture(limit)
+        got = time.monotonic()
+        self._await_spare(spare, deadline)
+        sent = time.monotonic()
         try:
             _write_frame(spare["ctrl_w"], {"code": req["code"], "prelude": req.get("prelude") or [],
                                            "cpu_s": float(req.get("cpu_s") or self.limits["cpu_s"])})
@@ -685,6 +749,7 @@ class Zygote:
             poller.register(pidfd, select.POLLIN)
         poller.register(status_r, select.POLLIN)
         exit_code = None  # known once the child reported it (status pipe) or was reaped
+        status_at = None
         reaped = False
         timed_out = False
         drain_until = None
@@ -713,9 +778,11 @@ class Zygote:
                     poller.unregister(status_r)
                     os.close(status_r)
                     status_r = -1
+                    said = said.removeprefix(_READY)  # the spare's "set up" byte, if unread
                     code = said[:-1] if said.endswith(b"\n") else b""
                     if exit_code is None and code.isdigit() and len(code) <= 3 and int(code) <= 255:
                         exit_code = int(code)  # the child is exiting: leftovers go now
+                        status_at = time.monotonic()
                         self._kill_leftovers(pid)
                         drain_until = time.monotonic() + _DRAIN_S
                 elif fd == in_w:
@@ -741,6 +808,7 @@ class Zygote:
                 done, raw = os.waitpid(pid, os.WNOHANG)
                 if done:
                     exit_code, reaped = _exit_code(raw), True
+                    status_at = time.monotonic()
                     # The child is gone: whatever still holds its pipes is a leftover.
                     self._kill_leftovers(pid)
                     drain_until = time.monotonic() + _DRAIN_S
@@ -755,13 +823,17 @@ class Zygote:
                     os.close(fd)
                 except OSError:
                     pass
+        end = time.monotonic()
         reply = {
             "stdout": out.text(),
             "stderr": err.text(),
             "exit_code": exit_code,
             "timed_out": timed_out,
             "truncated": out.truncated or err.truncated,
-            "duration_s": time.monotonic() - start,
+            "duration_s": end - start,
+            # Where the run's time went, in the zygote (`Sandbox.phase_times` adds the host's).
+            "phases": {"spare_wait": sent - got, "child": (status_at or end) - sent,
+                       "finish": end - (status_at or end)},
         }
         return reply, workdir
 
@@ -771,7 +843,12 @@ class Zygote:
         Returns ``None`` when the worker is clean and ready, else why it is not (the host
         then replaces it). Never raises: nothing a run leaves behind may kill the worker.
         """
+        clock = time.monotonic
+        times = self.cleanup_phases = {}
         try:
+            # The next run's child is forked last: forked earlier, the cleanup's writes
+            # would copy the zygote's pages it shares with that child (measured: slower).
+            t1 = clock()
             pid, self.unreaped = self.unreaped, None
             if pid is not None:
                 try:
@@ -779,14 +856,22 @@ class Zygote:
                 except ChildProcessError:
                     pass
             self._reap(time.monotonic() + 1.0)
-            dirty = self._cleanup_files(workdir) or self._remove_ipc()
+            t2 = clock()
+            dirty = self._cleanup_files(workdir)
+            t3 = clock()
+            dirty = dirty or self._remove_ipc()
+            t4 = clock()
             if dirty is None:
                 self._prepare()
+            times.update(reap=t2 - t1, files=t3 - t2, ipc=t4 - t3, fork=clock() - t4)
             return dirty
         except BaseException as e:  # RecursionError, MemoryError, ...: retire, never die here
             return f"cleanup failed: {type(e).__name__}: {e}"
 
     def serve(self):
+        # Every run's environment (a child sets only its HOME, TMPDIR and PWD).
+        os.environ.clear()
+        os.environ.update(self.env)
         self._prepare()
         _write_frame(self.proto_out, {"ready": True, "pid": os.getpid(), "preloaded": self.preloaded})
         while True:
@@ -804,7 +889,8 @@ class Zygote:
                 continue  # the host replaces a worker that reported an error
             why = self.after(workdir)
             # The host starts the next run's deadline only once it has read this frame.
-            _write_frame(self.proto_out, {"idle": True} if why is None else {"idle": False, "why": why})
+            _write_frame(self.proto_out, {"idle": True, "phases": self.cleanup_phases} if why is None
+                         else {"idle": False, "why": why})
 
     def preload(self):
         import importlib

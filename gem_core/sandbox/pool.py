@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import itertools
 import json
 import os
@@ -356,6 +357,8 @@ class _Worker:
         if not (isinstance(frame, dict) and frame.get("idle") is True):
             self.kill()  # it could not clean up (or hung doing so): a fresh one takes over
             self.start()
+            return
+        self.pool._note_phases(frame.get("phases"), "cleanup_")
 
     def _stderr_tail(self) -> str:
         try:
@@ -631,6 +634,7 @@ class Sandbox(Closing):
         self._closed = False
         self._lock = threading.Lock()
         self._trash = Trash(remove_path)  # what a replaced zygote left (no bubblewrap)
+        self._phases: dict[str, collections.deque[float]] = {}  # see phase_times()
         # The zygotes, cgroups, base dir and uids belong to this process: a forked child
         # that exits (atexit, weakref finalizers) or drops the object must leave them be.
         self._owner_pid = os.getpid()
@@ -736,6 +740,7 @@ class Sandbox(Closing):
         if not timeout > 0:
             raise InvalidArgument(f"Sandbox.run(timeout=...) must be positive, got {timeout!r}")
         self._check_open()
+        called = time.monotonic()
         worker = self._idle.get()
         try:
             self._check_open()
@@ -750,6 +755,9 @@ class Sandbox(Closing):
             duration = time.monotonic() - start
         finally:
             self._idle.put(worker)
+        if "sandbox_error" not in reply:
+            self._note_phases(reply.get("phases"), "")
+            self._note_phases({"slot_wait": start - called, "transport": duration - reply["duration_s"]}, "")
         if "sandbox_error" in reply:
             if self._closed:
                 raise SandboxClosed("the sandbox was closed while this execution was running")
@@ -764,6 +772,32 @@ class Sandbox(Closing):
             truncated=bool(reply.get("truncated")),
             duration_s=duration,
         )
+
+    def phase_times(self) -> dict[str, list[float]]:
+        """Seconds per phase of the last runs (up to 1,024 each), for profiling.
+
+        ``slot_wait``: waiting for a free slot and for its zygote's cleanup after its last
+        run; ``transport``: the request and reply between this process and the zygote;
+        ``spare_wait``: the zygote waiting for its pre-forked child to finish setting itself
+        up; ``child``: the child reading the request, running the code and reporting its
+        exit; ``finish``: killing what the run left and collecting its output. Off the
+        critical path, after the reply (``cleanup_*``): ``reap`` (the run's processes),
+        ``files`` (its work dir and the private ``/tmp``), ``ipc`` (SysV objects) and
+        ``fork`` (the next run's child).
+        """
+        return {name: list(values) for name, values in self._phases.items()}
+
+    def _note_phases(self, phases: Any, prefix: str) -> None:
+        if not isinstance(phases, dict):
+            return
+        for name, value in phases.items():
+            if isinstance(name, str) and len(name) <= 32 and type(value) in (int, float):
+                record = self._phases.get(prefix + name)
+                if record is None:
+                    if len(self._phases) >= 64:
+                        continue
+                    record = self._phases.setdefault(prefix + name, collections.deque(maxlen=1024))
+                record.append(float(value))
 
     async def arun(
         self,

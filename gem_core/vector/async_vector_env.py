@@ -6,6 +6,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import time
 import traceback
@@ -38,13 +39,17 @@ from gem_core.vector.vector_env import (
     step_arrays,
 )
 
-__all__ = ["AsyncVectorEnv", "AsyncState", "DEFAULT_TIMEOUT"]
+__all__ = ["AsyncVectorEnv", "AsyncState", "DEFAULT_TIMEOUT", "DEFAULT_BUSY_POLL"]
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds a wait lasts by default (``AsyncVectorEnv(timeout=...)``)."""
 
+DEFAULT_BUSY_POLL = 200e-6
+"""Seconds each side busy-polls for the other before it sleeps, by default."""
+
 _CLOSE_GRACE_S = 5.0
-_CLOSE_MSG = ForkingPickler.dumps(("close", None))
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_CLOSE_MSG = pickle.dumps(("close", None), _PROTOCOL)
 
 
 class AsyncState(Enum):
@@ -84,6 +89,7 @@ def _worker_main(
     env_fns: list[Callable[[], Env]],
     offset: int,
     mode: AutoresetMode,
+    spin_s: float = 0.0,
 ) -> None:
     """A worker process: build the shard, then answer one message per command."""
     parent_conn.close()  # so that the main process dying reads as EOF here
@@ -106,29 +112,28 @@ def _worker_main(
         return
     batch = SubEnvBatch(envs, offset, mode)
     conn.send(("ready", os.getpid()))
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    clock = time.perf_counter
     try:
         while True:
+            if spin_s:
+                # Busy-poll a short while before sleeping in recv(): waking a sleeping
+                # process on another CPU costs tens of microseconds, a cheap env's step one.
+                end = clock() + spin_s
+                while not poller.poll(0) and clock() < end:
+                    pass
             try:
                 command, data = conn.recv()
             except (EOFError, OSError):  # the main process is gone
                 break
-            if command == "step":
-                reply: tuple[Any, ...] = ("ok", batch.step(*data))
-            elif command == "reset":
-                reply = ("ok", batch.reset(*data))
-            elif command == "call":
-                name, args, kwargs, get_only = data
-                try:
-                    reply = ("ok", batch.call(name, args, kwargs, get_only=get_only))
-                except WorkerError as e:
-                    e.__cause__ = None  # the cause may not pickle; the traceback text is kept
-                    reply = ("error", e)
-            elif command == "close":
+            if command == "close":
                 break
-            else:  # pragma: no cover - a protocol bug
-                raise RuntimeError(f"unknown command {command!r}")
+            reply = _answer(batch, command, data)
             try:
-                conn.send(reply)  # pickles first: a failure leaves the pipe clean
+                # Pickled first, so a failure leaves the pipe clean. Plain pickle: replies
+                # hold no multiprocessing objects, and ForkingPickler costs microseconds more.
+                conn.send_bytes(pickle.dumps(reply, _PROTOCOL))
             except Exception as e:  # a result that cannot be pickled
                 if command != "call":  # a step or reset happened that cannot be reported
                     conn.send(_fatal(e))
@@ -143,6 +148,22 @@ def _worker_main(
     finally:
         batch.close()
         conn.close()
+
+
+def _answer(batch: SubEnvBatch, command: str, data: Any) -> tuple[Any, ...]:
+    """The reply to one command, in a worker process or for the local shard."""
+    if command == "step":
+        return ("ok", batch.step(*data))
+    if command == "reset":
+        return ("ok", batch.reset(*data))
+    if command == "call":
+        name, args, kwargs, get_only = data
+        try:
+            return ("ok", batch.call(name, args, kwargs, get_only=get_only))
+        except WorkerError as e:
+            e.__cause__ = None  # the cause may not pickle; the traceback text is kept
+            return ("error", e)
+    raise RuntimeError(f"unknown command {command!r}")  # pragma: no cover - a protocol bug
 
 
 def _exit_text(exitcode: int | None) -> str:
@@ -160,7 +181,7 @@ def _exit_text(exitcode: int | None) -> str:
 class _Worker:
     """The main process's record of one worker process and its shard ``[start, stop)``."""
 
-    __slots__ = ("wid", "start", "stop", "env_fns", "process", "conn", "busy", "dead")
+    __slots__ = ("wid", "start", "stop", "env_fns", "process", "conn", "busy", "dead", "batch", "message")
 
     def __init__(self, wid: int, start: int, stop: int, env_fns: list[Callable[[], Env]]):
         self.wid = wid
@@ -171,9 +192,13 @@ class _Worker:
         self.conn: Any = None
         self.busy = False  # a command was sent and its reply not read yet
         self.dead: str | None = None  # why the worker is gone (None while it runs)
+        self.batch: SubEnvBatch | None = None  # the local shard's envs (``local_shard=True``)
+        self.message: Any = None  # the local shard's pending command
 
     @property
     def label(self) -> str:
+        if self.batch is not None:
+            return f"the local shard (pid {os.getpid()}, sub-envs {self.start}-{self.stop - 1})"
         pid = getattr(self.process, "pid", None)
         return f"worker {self.wid} (pid {pid}, sub-envs {self.start}-{self.stop - 1})"
 
@@ -191,6 +216,10 @@ def _stop_process(process: Any, grace: float) -> None:
 def _shutdown_workers(workers: list[_Worker], grace: float) -> None:
     """Stop every worker: idle ones are asked to close their envs, busy ones terminated."""
     for w in workers:
+        if w.batch is not None:
+            batch, w.batch, w.dead = w.batch, None, "closed"
+            batch.close()
+            continue
         if w.process is None or w.dead is not None:
             continue
         if w.busy:
@@ -224,12 +253,38 @@ def _resolve_timeout(value: Any, name: str) -> float | None:
     return None if math.isinf(value) else float(value)
 
 
-def _default_num_workers(num_envs: int) -> int:
+def _resolve_busy_poll(value: Any, num_workers: int) -> float:
+    if value is None:
+        return DEFAULT_BUSY_POLL if 0 < num_workers < _cpus() else 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 0.1:
+        raise InvalidArgument(f"busy_poll must be seconds in [0, 0.1] or None (automatic), got {value!r}")
+    return float(value)
+
+
+def _cpus() -> int:
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(num_envs, cpus))
+        return os.cpu_count() or 1
+
+
+def _build_local(env_fns: list[Callable[[], Env]], mode: AutoresetMode) -> SubEnvBatch:
+    envs: list[Env] = []
+    try:
+        for k, fn in enumerate(env_fns):
+            envs.append(check_built_env(fn(), k, "AsyncVectorEnv"))
+    except BaseException:
+        for env in envs:
+            try:
+                env.close()
+            except Exception:
+                pass
+        raise
+    return SubEnvBatch(envs, 0, mode)
+
+
+def _default_num_workers(num_envs: int) -> int:
+    return max(1, min(num_envs, _cpus()))
 
 
 # ---------------------------------------------------------------------------- the vector env
@@ -268,6 +323,24 @@ class AsyncVectorEnv(VectorEnv):
     their next step (under ``DISABLED``: ``reset(options={"reset_mask": ...})``). The
     other workers are untouched. ``restarts`` counts the restarts.
 
+    Cheap envs (a step of microseconds: text games, toy tasks) are bound by the hand-off
+    between processes, not by the env. Two things cut it. **Busy-polling**: after each
+    reply a worker polls its pipe for ``busy_poll`` seconds before it sleeps, and so does
+    this process while it waits; a message then needs no wake-up of a sleeping process,
+    which costs tens of microseconds per hand-off on a VM. It is on by default only when a
+    CPU is left for this process (``num_workers < CPUs``), since spinning processes that
+    outnumber the CPUs slow each other down. **The local shard** (``local_shard=True``):
+    this process steps one shard itself, in ``*_wait``, while the workers step theirs; by
+    default there is one worker fewer, so with busy-polling on, nobody sleeps. Measured
+    on 2 cores (``benchmarks/run.py --only vector``), 8 cheap envs: ~12x the time of a
+    plain loop without it, ~2-3x with it, and a CPU-heavy env still uses both cores. What
+    the local shard gives up, for its sub-envs only: they are built and stepped in this
+    process (as in `SyncVectorEnv`), so a hung one is not interrupted by ``timeout``, a
+    crash in native code takes this process down, and an exception that escapes the
+    batch (``KeyboardInterrupt``) propagates out of ``*_wait`` — the call stays pending,
+    and waiting again reports those sub-envs' episodes as lost. Use it for envs you trust
+    to return; keep the default for graders, sandboxes and anything that can hang.
+
     Start method: ``context=None`` uses multiprocessing's default for the platform (fork
     on Linux before Python 3.14: fastest start, lambdas work as factories, but unsafe once
     the main process runs threads such as CUDA or tokenizer pools — then pass
@@ -279,16 +352,23 @@ class AsyncVectorEnv(VectorEnv):
             `gem_core.Env`); called inside the worker processes.
         autoreset_mode: see `AutoresetMode` (default ``NEXT_STEP``).
         num_workers: worker processes; default ``min(num_envs, CPUs available to this
-            process)``. Worker ``k`` holds the contiguous shard of sub-envs
-            ``[k * num_envs // num_workers, (k + 1) * num_envs // num_workers)`` (shard
-            sizes differ by at most one).
+            process)`` (one fewer with ``local_shard``). Shard ``k`` of ``S`` (``S =
+            num_workers``, plus one with ``local_shard``, whose shard is the first) holds
+            the contiguous sub-envs ``[k * num_envs // S, (k + 1) * num_envs // S)``
+            (shard sizes differ by at most one).
         context: multiprocessing start method (``"fork"``, ``"forkserver"``, ``"spawn"``)
             or ``None`` for the platform default.
         timeout: default seconds for every wait (``None`` or ``math.inf``: forever).
         on_error: ``"report"`` (default) or ``"raise"``; see `VectorEnv`.
+        busy_poll: seconds each side busy-polls before it sleeps (0 to 0.1; ``0``: never);
+            ``None`` (default): `DEFAULT_BUSY_POLL` when ``0 < num_workers < CPUs``, else 0.
+        local_shard: this process steps the first shard itself (see above); default
+            False.
 
     Attributes:
         num_workers: the number of worker processes.
+        local_shard: whether this process steps a shard.
+        busy_poll: the busy-poll window in use, in seconds.
         context: the start method in use.
         timeout: the default wait, in seconds (``None``: forever).
         restarts: how many dead workers were replaced.
@@ -309,17 +389,27 @@ class AsyncVectorEnv(VectorEnv):
         context: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         on_error: str = "report",
+        busy_poll: float | None = None,
+        local_shard: bool = False,
     ):
         fns = check_env_fns(env_fns, "AsyncVectorEnv")
         super().__init__(len(fns), autoreset_mode=autoreset_mode, on_error=on_error)
         self.closed = True  # until the workers are up
         n = self.num_envs
+        if not isinstance(local_shard, bool):
+            raise InvalidArgument(f"local_shard must be True or False, got {local_shard!r}")
+        local = int(local_shard)
         if num_workers is None:
-            num_workers = _default_num_workers(n)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or not 1 <= num_workers <= n:
+            num_workers = _default_num_workers(n) - local
+        if (
+            isinstance(num_workers, bool)
+            or not isinstance(num_workers, int)
+            or not 1 - local <= num_workers <= n - local
+        ):
+            what = "one per CPU" if not local else "one per CPU but one, for the local shard"
             raise InvalidArgument(
-                f"num_workers must be an int in [1, num_envs={n}] or None (one per CPU), "
-                f"got {num_workers!r}"
+                f"num_workers must be an int in [{1 - local}, num_envs={n}{' - 1' if local else ''}] "
+                f"or None ({what}), got {num_workers!r}"
             )
         self.timeout = _resolve_timeout(timeout, "timeout")
         try:
@@ -331,13 +421,18 @@ class AsyncVectorEnv(VectorEnv):
             ) from None
         self.context: str = self._ctx.get_start_method()
         self.num_workers = num_workers
+        self.local_shard = local_shard
+        self.busy_poll = _resolve_busy_poll(busy_poll, num_workers)
         self.restarts = 0
         self._label = describe_env_fns(fns)
+        self._poller = select.poll()
+        self._by_fd: dict[int, _Worker] = {}
 
-        bounds = [k * n // num_workers for k in range(num_workers + 1)]
+        shards = num_workers + local
+        bounds = [k * n // shards for k in range(shards + 1)]
         self._workers = [
             _Worker(k, bounds[k], bounds[k + 1], fns[bounds[k] : bounds[k + 1]])
-            for k in range(num_workers)
+            for k in range(shards)
         ]
         self._worker_of = [w for w in self._workers for _ in range(w.start, w.stop)]
         self._needs_reset = [True] * n
@@ -352,9 +447,13 @@ class AsyncVectorEnv(VectorEnv):
             self, _shutdown_workers, args=(self._workers, _CLOSE_GRACE_S), exitpriority=10
         )
         try:
-            for w in self._workers:
+            remote = self._workers[local:]
+            for w in remote:
                 self._start(w)
-            self._await_ready(self._workers)
+            self._await_ready(remote)
+            if local:  # built after the fork, so that no worker inherits these envs
+                w = self._workers[0]
+                w.batch = _build_local(w.env_fns, self.autoreset_mode)
         except BaseException:
             self._finalizer()
             raise
@@ -364,7 +463,7 @@ class AsyncVectorEnv(VectorEnv):
     @property
     def worker_pids(self) -> list[int | None]:
         """The pid of each worker process (``None`` for a dead one not yet restarted)."""
-        return [None if w.dead is not None else w.process.pid for w in self._workers]
+        return [None if w.dead is not None else w.process.pid for w in self._workers if w.batch is None]
 
     @property
     def state(self) -> AsyncState:
@@ -614,6 +713,7 @@ class AsyncVectorEnv(VectorEnv):
         return (
             f"AsyncVectorEnv({self._label}, num_envs={self.num_envs}, "
             f"num_workers={getattr(self, 'num_workers', '?')}, "
+            f"{'local_shard=True, ' if getattr(self, 'local_shard', False) else ''}"
             f"autoreset_mode={self.autoreset_mode.name}{state})"
         )
 
@@ -655,16 +755,24 @@ class AsyncVectorEnv(VectorEnv):
         return [groups[wid] for wid in sorted(groups)]
 
     def _dispatch(self, messages: list[tuple[_Worker, Any, Any]], state: AsyncState, plan: Any) -> None:
-        """Pickle every message first (nothing is sent if one fails), then send them all."""
+        """Pickle every message first (nothing is sent if one fails), then send them all.
+
+        The local shard's message is kept, not sent: `_collect` answers it."""
         try:
-            payloads = [ForkingPickler.dumps(message) for _, _, message in messages]
+            payloads = [
+                None if w.batch is not None else pickle.dumps(message, _PROTOCOL) for w, _, message in messages
+            ]
         except Exception as e:
             raise InvalidArgument(
                 f"{state.value}: the arguments could not be pickled to send to the worker "
                 f"processes ({type(e).__name__}: {e}); actions, seeds and options must be picklable. "
                 "Nothing was sent."
             ) from e
-        for (w, _, _), payload in zip(messages, payloads, strict=True):
+        for (w, _, message), payload in zip(messages, payloads, strict=True):
+            if payload is None:
+                w.message = message
+                w.busy = True
+                continue
             try:
                 w.conn.send_bytes(payload)
             except OSError:  # the worker is gone; the wait reports it
@@ -691,6 +799,19 @@ class AsyncVectorEnv(VectorEnv):
         progress so that a later call can resume.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        local = self._workers[0] if self.local_shard else None
+        if local is not None and local in awaiting:
+            # While the workers step their shards, this process steps its own.
+            awaiting.remove(local)
+            message, local.message, local.busy = local.message, None, False
+            try:
+                replies[local.wid] = _answer(local.batch, *message)
+            except BaseException as e:  # KeyboardInterrupt: its episodes are lost, as a dead worker's
+                local.batch.needs_reset = [True] * len(local.batch.envs)
+                replies[local.wid] = ("dead", f"raised {type(e).__name__}: {e}")
+                raise
+        if self.busy_poll and awaiting:
+            self._spin(awaiting, replies)
         while awaiting:
             # Replies (or EOFs) already there are read without a wait.
             for w in list(awaiting):
@@ -716,10 +837,29 @@ class AsyncVectorEnv(VectorEnv):
                     replies[w.wid] = self._read(w)
                     awaiting.remove(w)
 
-    def _read(self, w: _Worker) -> tuple[Any, ...]:
-        """The reply of a worker known to be ready: a message, or ``("dead", reason)``."""
+    def _spin(self, awaiting: list[_Worker], replies: dict[int, tuple[Any, ...]]) -> None:
+        """Busy-poll for the replies for up to ``busy_poll`` seconds (see the class doc)."""
+        clock = time.perf_counter
+        end = clock() + self.busy_poll
+        poll = self._poller.poll
+        by_fd = self._by_fd
+        left = len(awaiting)
+        while True:
+            for fd, _ in poll(0):
+                w = by_fd.get(fd)
+                if w is not None and w.wid not in replies and w in awaiting:
+                    replies[w.wid] = self._read(w, readable=True)
+                    awaiting.remove(w)
+                    left -= 1
+            if not left or clock() >= end:
+                return
+
+    def _read(self, w: _Worker, readable: bool = False) -> tuple[Any, ...]:
+        """The reply of a worker known to be ready: a message, or ``("dead", reason)``.
+
+        ``readable``: its pipe polled readable (a message or EOF) just now."""
         try:
-            if w.conn.poll():
+            if readable or w.conn.poll():
                 message = w.conn.recv()
                 if message[0] == "fatal":
                     _, _, exc_type, text, _ = message
@@ -735,6 +875,10 @@ class AsyncVectorEnv(VectorEnv):
     def _bury(self, w: _Worker, reason: str | None, grace: float = 1.0) -> None:
         """Reap a dead (or failed) worker's process and record why it is gone."""
         _stop_process(w.process, grace)
+        if not w.conn.closed:
+            fd = w.conn.fileno()
+            if self._by_fd.pop(fd, None) is not None:
+                self._poller.unregister(fd)
         w.conn.close()
         w.busy = False
         w.dead = reason or _exit_text(w.process.exitcode)
@@ -756,7 +900,7 @@ class AsyncVectorEnv(VectorEnv):
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
             target=_worker_main,
-            args=(child_conn, parent_conn, w.env_fns, w.start, self.autoreset_mode),
+            args=(child_conn, parent_conn, w.env_fns, w.start, self.autoreset_mode, self.busy_poll),
             name=f"gem-vector-worker-{w.wid}",
             daemon=False,  # envs may start processes of their own (sandboxes, servers)
         )
@@ -775,6 +919,9 @@ class AsyncVectorEnv(VectorEnv):
             raise
         child_conn.close()
         w.process, w.conn, w.busy, w.dead = process, parent_conn, True, None
+        fd = parent_conn.fileno()
+        self._poller.register(fd, select.POLLIN)
+        self._by_fd[fd] = w
 
     def _await_ready(self, workers: list[_Worker]) -> None:
         """Wait for the start-up handshake of ``workers``; raise the first failure."""

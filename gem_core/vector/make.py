@@ -19,7 +19,7 @@ __all__ = ["make_vec", "VECTORIZATION_MODES"]
 VECTORIZATION_MODES = ("sync", "async", "ray")
 _OPTIONS = {
     "sync": ("on_error",),
-    "async": ("on_error", "num_workers", "context", "timeout"),
+    "async": ("on_error", "num_workers", "context", "timeout", "busy_poll", "local_shard"),
     "ray": ("on_error", "num_workers", "timeout", "ray_options", "address", "connect_timeout"),
 }
 

@@ -11,7 +11,7 @@ import pytest
 from gem_core.vector import AsyncVectorEnv, SyncVectorEnv, VectorEnv
 from tests.testing_env import GenericTestEnv, counting_step
 
-KINDS = ["sync", "async"]
+KINDS = ["sync", "async", "local"]  # local: AsyncVectorEnv(local_shard=True)
 
 
 def generic(episode_len: int = 3, step_fn: Callable[..., tuple] = counting_step, **kwargs: Any):
@@ -31,8 +31,12 @@ def build(kind: str) -> Iterator[Callable[..., VectorEnv]]:
 
     def _build(env_fns: list[Callable[[], Any]], **kwargs: Any) -> VectorEnv:
         cls = SyncVectorEnv if kind == "sync" else AsyncVectorEnv
-        if kind == "async":
+        if kind != "sync":
             kwargs.setdefault("timeout", 20.0)
+        if kind == "local":
+            kwargs["local_shard"] = True
+            if "num_workers" in kwargs:  # the same number of shards: one is this process's
+                kwargs["num_workers"] -= 1
         vec = cls(env_fns, **kwargs)
         made.append(vec)
         return vec

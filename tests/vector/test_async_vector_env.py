@@ -416,3 +416,105 @@ def test_interpreter_exit_without_close_stops_the_workers():
             time.sleep(0.1)
         else:
             pytest.fail(f"worker {pid} outlived its main process")
+
+
+# --------------------------------------------------------------------------- local shard
+
+
+def interrupting_step(env, action):
+    if action == "interrupt":
+        raise KeyboardInterrupt
+    return counting_step(env, action)
+
+
+def test_the_local_shard_runs_in_this_process_and_the_rest_in_workers(vecs):
+    vec = vecs([generic(reset_fn=pid_reset)] * 5, num_workers=2, local_shard=True)
+    assert vec.local_shard and vec.num_workers == 2
+    pids = vec.worker_pids  # the worker processes only
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+    obs, _ = vec.reset()
+    # Three shards of 5 envs: [0, 1) here, [1, 3) and [3, 5) in the workers.
+    assert obs == [f"pid {p}" for p in [os.getpid(), pids[0], pids[0], pids[1], pids[1]]]
+    obs, rewards, terminated, truncated, infos = vec.step(["a"] * 5)
+    assert list(obs) == ["obs 1"] * 5 and not any(truncated)
+
+
+def test_local_shard_defaults_to_one_worker_fewer(vecs):
+    vec = vecs([generic()] * 8, local_shard=True)
+    cpus = len(os.sched_getaffinity(0))
+    assert vec.num_workers == min(8, cpus) - 1
+    alone = vecs([generic()] * 3, num_workers=0, local_shard=True)
+    assert alone.worker_pids == [] and alone.busy_poll == 0.0
+    alone.reset(seed=0)
+    assert list(alone.step(["a"] * 3)[0]) == ["obs 1"] * 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"local_shard": True, "num_workers": 2}, r"num_workers must be an int in \[0, num_envs=2 - 1\].*got 2"),
+        ({"local_shard": True, "num_workers": -1}, "got -1"),
+        ({"local_shard": 1}, "local_shard must be True or False, got 1"),
+        ({"busy_poll": -1e-6}, r"busy_poll must be seconds in \[0, 0.1\] or None"),
+        ({"busy_poll": 1.0}, "got 1.0"),
+        ({"busy_poll": True}, "got True"),
+    ],
+)
+def test_bad_local_shard_and_busy_poll_arguments(kwargs, message):
+    with pytest.raises(InvalidArgument, match=message):
+        AsyncVectorEnv([generic()] * 2, **kwargs)
+
+
+def test_busy_poll_is_on_only_when_a_cpu_is_left_for_this_process(vecs):
+    cpus = len(os.sched_getaffinity(0))
+    if cpus >= 2:
+        assert vecs([generic()] * 2, num_workers=cpus - 1).busy_poll > 0
+    assert vecs([generic()] * cpus, num_workers=cpus).busy_poll == 0.0
+    assert vecs([generic()] * 2, num_workers=1, busy_poll=0).busy_poll == 0.0
+
+
+@pytest.mark.parametrize("busy_poll", [0.0, 0.05])
+def test_busy_poll_does_not_change_results_or_timeouts(vecs, busy_poll):
+    vec = vecs([generic(step_fn=sleepy_step)] * 2, num_workers=1, busy_poll=busy_poll)
+    vec.reset(seed=0)
+    assert list(vec.step(["nap", "a"])[0]) == ["obs 1", "obs 1"]  # a reply after the window
+    vec.step_async(["sleep", "a"])
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeout):
+        vec.step_wait(timeout=0.3)
+    assert time.monotonic() - start < 5
+
+
+def test_a_killed_worker_restarts_beside_the_local_shard(vecs):
+    vec = vecs([generic(episode_len=10)] * 4, num_workers=1, local_shard=True)
+    vec.reset(seed=0)
+    vec.step(["a"] * 4)
+    os.kill(vec.worker_pids[0], signal.SIGKILL)
+    _wait_dead(vec, 1)  # record 0 is the local shard's
+    obs, rewards, terminated, truncated, infos = vec.step(["a"] * 4)
+    assert list(obs[:2]) == ["obs 2", "obs 2"] and not any(truncated[:2])  # the local shard went on
+    assert all(truncated[2:]) and all(infos[i]["error"].exc_type == "WorkerDied" for i in (2, 3))
+    obs, *_ = vec.step(["a"] * 4)  # the lost envs are reset in a fresh worker
+    assert list(obs[:2]) == ["obs 3", "obs 3"] and all(o.startswith("start") for o in obs[2:])
+    assert vec.restarts == 1 and list(vec.step(["a"] * 4)[0]) == ["obs 4", "obs 4", "obs 1", "obs 1"]
+
+
+def test_an_interrupt_in_the_local_shard_leaves_the_step_collectable(vecs):
+    vec = vecs([generic(step_fn=interrupting_step, episode_len=10)] * 2, num_workers=1, local_shard=True)
+    vec.reset(seed=0)
+    with pytest.raises(KeyboardInterrupt):
+        vec.step(["interrupt", "a"])
+    assert vec.state is AsyncState.WAITING_STEP
+    obs, rewards, terminated, truncated, infos = vec.step_wait()
+    assert truncated[0] and "KeyboardInterrupt" in str(infos[0]["error"])
+    assert obs[1] == "obs 1" and not truncated[1]
+    obs, *_ = vec.step(["a", "a"])  # the interrupted env is reset; the other goes on
+    assert obs[0].startswith("start") and obs[1] == "obs 2"
+    assert list(vec.step(["a", "a"])[0]) == ["obs 1", "obs 3"]
+
+
+def test_close_closes_the_local_shard(vecs):
+    vec = vecs([generic()] * 2, num_workers=1, local_shard=True)
+    local = vec._workers[0].batch.envs[0]
+    vec.close()
+    assert local.closed == 1
