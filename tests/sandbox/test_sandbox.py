@@ -70,6 +70,33 @@ def test_each_run_is_fresh(sandbox):
         assert result.stdout.endswith("[] None\n"), result
     draws = {sandbox.run("import random; print(random.random())").stdout for _ in range(4)}
     assert len(draws) == 4  # forked children are reseeded
+    draws = {sandbox.run("import numpy; print(numpy.random.rand())").stdout for _ in range(4)}
+    assert len(draws) == 4  # numpy's global state too
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_a_run_is_the_oom_killers_first_choice(isolation):
+    # Set by the zygote for its child (or by the child itself where the zygote may not).
+    with Sandbox(size=1, isolation=isolation) as sb:
+        for _ in range(2):
+            assert sb.run("print(open('/proc/self/oom_score_adj').read().strip())").stdout == "1000\n"
+
+
+def test_phase_times_say_where_the_runs_went(sandbox):
+    before = {k: len(v) for k, v in sandbox.phase_times().items()}
+    for _ in range(3):
+        sandbox.run("print(1)")
+    sandbox.run("print(1)")  # its slot's cleanup is read back before this run
+    phases = sandbox.phase_times()
+    for name in ("slot_wait", "transport", "spare_wait", "child", "finish",
+                 "cleanup_reap", "cleanup_files", "cleanup_ipc", "cleanup_fork"):
+        new = phases[name][before.get(name, 0):]
+        assert new and all(0 <= t < 30 for t in new), (name, new)
+    assert len(phases["child"]) - before.get("child", 0) == 4
+    # The phases of a run add up to no more than the run's duration.
+    result = sandbox.run("import time; time.sleep(0.2)")
+    phases = sandbox.phase_times()
+    assert 0.19 <= phases["child"][-1] <= result.duration_s
 
 
 def test_prelude_replays_state_silently(sandbox):
