@@ -31,6 +31,7 @@ from gem_core.vector.vector_env import (
     ResetReturn,
     StepReturn,
     VectorEnv,
+    build_envs,
     check_built_env,
     check_env_fns,
     describe_env_fns,
@@ -268,21 +269,6 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _build_local(env_fns: list[Callable[[], Env]], mode: AutoresetMode) -> SubEnvBatch:
-    envs: list[Env] = []
-    try:
-        for k, fn in enumerate(env_fns):
-            envs.append(check_built_env(fn(), k, "AsyncVectorEnv"))
-    except BaseException:
-        for env in envs:
-            try:
-                env.close()
-            except Exception:
-                pass
-        raise
-    return SubEnvBatch(envs, 0, mode)
-
-
 def _default_num_workers(num_envs: int) -> int:
     return max(1, min(num_envs, _cpus()))
 
@@ -453,7 +439,7 @@ class AsyncVectorEnv(VectorEnv):
             self._await_ready(remote)
             if local:  # built after the fork, so that no worker inherits these envs
                 w = self._workers[0]
-                w.batch = _build_local(w.env_fns, self.autoreset_mode)
+                w.batch = SubEnvBatch(build_envs(w.env_fns, "AsyncVectorEnv"), 0, self.autoreset_mode)
         except BaseException:
             self._finalizer()
             raise

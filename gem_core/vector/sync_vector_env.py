@@ -12,7 +12,7 @@ from gem_core.vector.vector_env import (
     ResetReturn,
     StepReturn,
     VectorEnv,
-    check_built_env,
+    build_envs,
     check_env_fns,
     describe_env_fns,
     scatter_reset,
@@ -60,17 +60,7 @@ class SyncVectorEnv(VectorEnv):
         fns = check_env_fns(env_fns, "SyncVectorEnv")
         super().__init__(len(fns), autoreset_mode=autoreset_mode, on_error=on_error)
         self.closed = True  # until every sub-env is built
-        envs: list[Env] = []
-        try:
-            for i, fn in enumerate(fns):
-                envs.append(check_built_env(fn(), i, "SyncVectorEnv"))
-        except BaseException:
-            for env in envs:
-                try:
-                    env.close()
-                except Exception:
-                    pass
-            raise
+        envs = build_envs(fns, "SyncVectorEnv")
         self.envs = envs
         self._batch = SubEnvBatch(envs, 0, self.autoreset_mode)
         self._label = describe_env_fns(fns)

@@ -84,6 +84,23 @@ def check_env_fns(env_fns: Any, owner: str) -> list[Callable[[], Env]]:
     return fns
 
 
+def build_envs(env_fns: Sequence[Callable[[], Env]], owner: str) -> list[Env]:
+    """Call each factory and check what it built (`check_built_env`); on a failure,
+    close the envs built so far and re-raise."""
+    envs: list[Env] = []
+    try:
+        for i, fn in enumerate(env_fns):
+            envs.append(check_built_env(fn(), i, owner))
+    except BaseException:
+        for env in envs:
+            try:
+                env.close()
+            except Exception:
+                pass
+        raise
+    return envs
+
+
 def check_built_env(env: Any, i: int, owner: str) -> Env:
     """Raise `InvalidArgument` unless the factory ``env_fns[i]`` returned a `gem_core.Env`."""
     if not isinstance(env, Env):
