@@ -155,3 +155,20 @@ def test_a_failed_interleaved_phase_is_reported() -> None:
     assert "interleaved, ours: the turns stopped alternating (interleaved run timed out after 541 s)" in table
     assert "interleaved, ref: the turns stopped alternating" in table
     assert bench_games.targets(ours, ref)[0]["value"].startswith("0 of 1 slower (0 interleaved, 1 sequential)")
+
+
+def test_the_python_tool_bench_takes_turns_too() -> None:
+    import bench_python_tool
+
+    config = {"blocks": 2, "block_s": 0.05, "warmup_calls": 1, "pool_size": 1}
+    first, second = bench_run.run_interleaved(bench_python_tool, [(sys.executable, "ours"), (sys.executable, "ours")],
+                                              config, timeout=180)
+    for side in (first, second):
+        assert "error" not in side and "error" not in side["result"], side
+        assert side["baton"]["broken"] is None and side["baton"]["turns"] == 1 + 2
+        assert len(side["result"]["block_p50_s"]) == 2 and all(p > 0 for p in side["result"]["block_p50_s"])
+    assert _alternate(first["baton"]["spans"], second["baton"]["spans"]) == "ab" * 3
+    ours = {"interleaved": first["result"]}
+    ref = {"interleaved": {"block_p50_s": [10 * p for p in first["result"]["block_p50_s"]]}}
+    assert bench_python_tool.interleaved_ratio(ours, ref) == pytest.approx(10.0)
+    assert bench_python_tool.interleaved_ratio(ours, {"interleaved": {"block_p50_s": [1.0]}}) is None
