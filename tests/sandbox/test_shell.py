@@ -591,7 +591,8 @@ def test_a_forked_child_exiting_normally_leaves_the_parents_workspace_alone():
         f"stdout: {proc.stdout}\nstderr: {proc.stderr[-2000:]}")
 
 
-_HOLD = "python3 -c 'import time; x = bytearray(150 << 20); print(\"held\", flush=True); time.sleep(3)'"
+_HOLD = ("python3 -c 'import time; x = bytearray(150 << 20); print(\"held\", flush=True); time.sleep(3); "
+         "print(\"kept\", flush=True)'")
 _PIN = (
     "python3 -c 'import ctypes\nlibc = ctypes.CDLL(None)\nlibc.shmat.restype = ctypes.c_void_p\n"
     "sid = libc.shmget(0, ctypes.c_size_t(60 << 20), 0o1600)\naddr = libc.shmat(sid, None, 0)\n"
@@ -613,10 +614,15 @@ def _memory_shell() -> Shell:
 @pytest.mark.timeout(120)
 def test_memory_mb_bounds_all_processes_of_a_command_together():
     """Regression (hostile output, part 2): with memory_mb=256 a command held 1,027 MiB
-    across 5 processes (RLIMIT_AS is per process)."""
+    across 5 processes (RLIMIT_AS is per process).
+
+    The five start together and each keeps its 150 MiB for 3 s: two that both print "kept"
+    held 300 MiB at once. ("held" alone may show twice: the OOM killer can take the first
+    holder, the largest, so that a later one gets its memory.)"""
     with _memory_shell() as sh:
         result = sh.run(f"for i in 1 2 3 4 5; do {_HOLD} & done; wait; echo done")
-        assert result.output.splitlines().count("held") <= 1, result.output[-500:]
+        lines = result.output.splitlines()
+        assert lines.count("kept") <= 1 and lines.count("held") < 5, result.output[-500:]
         assert result.output.endswith("done\n")
         assert sh.run("echo next").output == "next\n"  # the shell goes on
 
