@@ -418,6 +418,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             **settings,
             **ray,
             concurrency=args.concurrency,
+            env_calls=args.env_calls,
             timeout=args.timeout,
             max_retries=args.max_retries,
             api_key=args.api_key,
@@ -566,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "only: token ids are sent, so it must match the served model")
     p.add_argument("--episodes", type=int, help="episodes per env (default 10)")
     p.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
+    p.add_argument("--env-calls", choices=("auto", "thread", "inline"), default="auto",
+                   help="where env reset/step run: auto (default: on the event loop while a call takes at "
+                   "most 1 ms, else in a thread), thread, or inline (always on the event loop)")
     p.add_argument("--seed", type=int, help="base seed: episode i resets with seed+i (default 0)")
     p.add_argument("--wrappers", action="append", metavar="W[,W]",
                    help="wrappers, outermost last: history[:FORMAT] (last, concat, concat_with_action, "

@@ -97,6 +97,9 @@ class EvalConfig:
     user_api_key: str | None = field(default=None, repr=False)
     """The LLM user's key (default: the spec's ``api_key``, then ``$GEM_USER_API_KEY``,
     then ``$OPENAI_API_KEY``); never written."""
+    env_calls: str = "auto"
+    """Where env ``reset``/``step`` calls run: ``"auto"`` (on the event loop while they take
+    at most 1 ms, else in a thread), ``"thread"`` or ``"inline"`` (`gem_core.rl.env_calls`)."""
     max_consecutive_errors: int = MAX_CONSECUTIVE_ERRORS
     """Stop the run after this many errored episodes in a row (``0``: never)."""
     out_dir: str | Path | None = None

@@ -814,6 +814,9 @@ def _validate(config: EvalConfig, policy: Any, env_pool: Any) -> _Plan:
     check_positive_int("concurrency", c.concurrency)
     if not isinstance(c.request_seed, bool):
         raise InvalidArgument(f"request_seed must be True or False, got {c.request_seed!r}")
+    from gem_core.rl.env_calls import check_env_calls  # gem_core.rl loads on use only
+
+    check_env_calls(c.env_calls)
     if isinstance(c.seed, bool) or not isinstance(c.seed, int) or c.seed < 0:
         raise InvalidArgument(f"seed must be a non-negative int, got {c.seed!r}")
     for w in c.wrappers:
@@ -1237,12 +1240,12 @@ def _play(plan: _Plan, run: _RunDir, policy: Any, env_pool: Any) -> tuple[str, l
         from gem_core.rl.loop import run_chat_episode
 
         play = functools.partial(run_chat_episode, policy=session.policy, system_prompt=c.system_prompt,
-                                 max_turns=c.max_turns, max_context=c.max_context)
+                                 max_turns=c.max_turns, max_context=c.max_context, env_calls=c.env_calls)
     else:
         from gem_core.rl.loop import run_episode
 
         play = functools.partial(run_episode, policy=session.policy, formatter=session.formatter,
-                                 max_turns=c.max_turns)
+                                 max_turns=c.max_turns, env_calls=c.env_calls)
     done = run.done
     bar = _Progress(len(run.wanted), len(done), sum(bool(r["success"]) for r in done),
                     sum(bool(r["error"]) for r in done), c.progress)

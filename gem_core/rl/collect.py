@@ -17,7 +17,8 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.errors import InvalidArgument, UsageError, check_positive_int
 from gem_core.rl.chat import ChatFormatter
-from gem_core.rl.loop import _call, _check_options, run_episode
+from gem_core.rl.env_calls import in_thread
+from gem_core.rl.loop import _check_options, run_episode
 from gem_core.rl.sampling import Policy, SamplingParams, derive_seed
 from gem_core.rl.types import Episode
 
@@ -66,7 +67,7 @@ class _EnvPool:
         free = self.free.setdefault(self._key(source), [])
         if free:
             return free.pop()
-        env = await _call(self.executor, self.make_env, source)
+        env = await in_thread(self.executor, self.make_env, source)
         self.all.append(env)
         return env
 
@@ -77,7 +78,7 @@ class _EnvPool:
             self.free.setdefault(self._key(source), []).append(env)
             return
         self.all.remove(env)
-        await _call(self.executor, _close_quietly, env)
+        await in_thread(self.executor, _close_quietly, env)
 
     def close(self) -> None:
         """Close every env; safe to call again, also from another thread meanwhile."""

@@ -14,7 +14,7 @@ import concurrent.futures
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from gem_core.core import Env
@@ -26,6 +26,7 @@ from gem_core.rl.chat import (
     _observation_text,
     chat_messages,
 )
+from gem_core.rl.env_calls import EnvCaller
 from gem_core.rl.sampling import (
     ChatPolicy,
     ContextLengthExceeded,
@@ -107,10 +108,12 @@ async def _play(
     env_id: str | None,
     reset_options: dict[str, Any] | None,
     executor: concurrent.futures.Executor | None,
+    env_calls: str,
 ) -> Episode:
     """The one episode loop behind `run_episode` and `run_chat_episode` (see them)."""
     _check_options(turns.layout, truncated_response)
     _check_max_turns(max_turns)
+    call_env = EnvCaller(env_calls, executor)
     sampling = sampling or SamplingParams()
     if env_id is None:
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
@@ -118,7 +121,7 @@ async def _play(
     start = time.perf_counter()
     try:
         try:
-            obs, _info = await _call(executor, env.reset, seed=seed, options=reset_options)
+            obs, _info = await call_env(env, "reset", seed=seed, options=reset_options)
         except Exception as exc:
             _fail(episode, "env.reset", exc)
             return episode
@@ -168,7 +171,7 @@ async def _play(
                 episode.end_reason = "response_truncated"
                 break
             try:
-                step = await _call(executor, env.step, action)
+                step = await call_env(env, "step", action)
                 obs_text, over = _record_step(episode, turn, step)
                 obs = step[0]
             except Exception as exc:
@@ -404,13 +407,6 @@ def _fail(episode: Episode, where: str, exc: BaseException) -> None:
     )
 
 
-async def _call(
-    executor: concurrent.futures.Executor | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
-) -> Any:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
-
-
 def _check_max_turns(max_turns: int | None) -> None:
     check_positive_int("max_turns", max_turns, allow_none=True)
 
@@ -457,13 +453,16 @@ async def run_episode(
     env_id: str | None = None,
     reset_options: dict[str, Any] | None = None,
     executor: concurrent.futures.Executor | None = None,
+    env_calls: str = "auto",
 ) -> Episode:
     """Play one episode of ``env`` with ``policy``; never raises for policy or env errors.
 
     Each turn: the observation is formatted (see the layouts in `Turn`), the policy
     generates a response, the response (decoded, special tokens skipped) goes to
-    ``env.step``. ``env.reset`` and ``env.step`` run in ``executor`` (the loop's default
-    thread pool when ``None``), so other episodes keep generating meanwhile.
+    ``env.step``. ``env.reset`` and ``env.step`` run where ``env_calls`` says: by default
+    (``"auto"``) on the event loop while they are quick (at most 1 ms), else in
+    ``executor`` (the loop's default thread pool when ``None``), so other episodes keep
+    generating meanwhile (`gem_core.rl.env_calls`).
 
     Packed layout: the generated ids are appended exactly as generated; each new
     observation is appended as the token delta between the text so far and the chat
@@ -496,7 +495,9 @@ async def run_episode(
         generation_timeout: seconds one ``generate`` call may take (``None``: no limit).
         env_id: the id recorded on the episode (default ``env.spec.id``).
         reset_options: passed to ``env.reset``.
-        executor: where env calls run.
+        executor: where env calls run when not on the event loop.
+        env_calls: ``"auto"`` (default), ``"thread"`` (always ``executor``) or
+            ``"inline"`` (always the event loop); see `gem_core.rl.env_calls`.
 
     Returns:
         The `Episode`.
@@ -513,6 +514,7 @@ async def run_episode(
         env_id=env_id,
         reset_options=reset_options,
         executor=executor,
+        env_calls=env_calls,
     )
 
 
@@ -531,6 +533,7 @@ async def run_chat_episode(
     env_id: str | None = None,
     reset_options: dict[str, Any] | None = None,
     executor: concurrent.futures.Executor | None = None,
+    env_calls: str = "auto",
 ) -> Episode:
     """Play one episode at the text level (chat messages in, text out); never raises for policy or env errors.
 
@@ -538,8 +541,8 @@ async def run_chat_episode(
     text (``/v1/chat/completions``): no tokenizer, no token ids. Each turn the whole
     conversation so far (`chat_messages`: optional system message, then the
     observations as ``user`` and the replies as ``assistant`` messages) goes to
-    ``policy.chat``; the reply's text is the action sent to ``env.step`` (run in
-    ``executor``, off the event loop) and the assistant message of later turns.
+    ``policy.chat``; the reply's text is the action sent to ``env.step`` (run as
+    ``env_calls`` says, see `run_episode`) and the assistant message of later turns.
 
     Images: an observation ``{"text": ..., "images": [...]}`` with images becomes a
     ``user`` message of content parts (text, then one ``image_url`` part per image as a
@@ -575,7 +578,8 @@ async def run_chat_episode(
         policy: a `ChatPolicy` (e.g. `gem_core.rl.policies.OpenAIChatPolicy`).
         system_prompt: text of a leading ``system`` message, or ``None``.
         seed, max_turns, sampling, truncated_response, truncation_reward,
-            generation_timeout, env_id, reset_options, executor: as in `run_episode`.
+            generation_timeout, env_id, reset_options, executor, env_calls: as in
+            `run_episode`.
         max_context: the token budget (see above); ``None``: none.
 
     Returns:
@@ -593,4 +597,5 @@ async def run_chat_episode(
         env_id=env_id,
         reset_options=reset_options,
         executor=executor,
+        env_calls=env_calls,
     )

@@ -185,6 +185,8 @@ def test_chat_api_argument_errors(tiny, tmp_path):
         evaluate(ECHO, api="chatty", **kw)
     with pytest.raises(InvalidArgument, match=r"tokenizer='x' only applies to api='completions'.*drop --tokenizer"):
         evaluate(ECHO, api="chat", tokenizer="x", **kw)
+    with pytest.raises(InvalidArgument, match=r"env_calls must be one of \('auto', 'thread', 'inline'\), got 'fast'"):
+        evaluate(ECHO, api="chat", env_calls="fast", **kw)
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny[1])
