@@ -6,11 +6,22 @@ cores, a hand-off of a GuessTheNumber step (microseconds of work) took ~20 ms an
 env calls were 3.8 % of the rollout's wall time (`benchmarks/bench_rollout_share.py`);
 run on the event loop, 0.2 %, and 30 % more episodes per second. But a slow call on the
 event loop stalls every episode of the collection. So by default (``"auto"``) each env
-method is timed: its first call runs in the thread pool; while its calls take at most
-`INLINE_MAX_S`, the next ones run on the event loop; once a call of it took longer, that
-method of that env runs in the thread pool for good. A game's step goes inline after its
-first call; a sandboxed code run, a search, a remote (Ray) env or an env waiting for a
-user simulator never does (after the first slow call).
+method is timed, per kind of env (the env's class and its unwrapped class):
+
+- the first call of a kind runs in the thread pool and is not counted (it may pay for
+  imports and caches); the second runs there too and is timed;
+- while the calls of a kind take at most `INLINE_MAX_S`, the next ones — of any env of
+  that kind — run on the event loop;
+- once one took longer, that kind's calls run in the thread pool (timed) until
+  `REPROBE_AFTER` of them in a row were quick again (a call slowed by the OS, not by the
+  env, does not send a cheap env to the threads for good).
+
+A game's step goes inline from its third call; a sandboxed code run, a search, a remote
+(Ray) env or an env waiting for a user simulator stays in the thread pool (an env slow on
+one step in three, e.g. a tool env, runs a slow step on the event loop about once per
+10^6 steps). Keyed by
+kind, not by env object, so the fresh envs of a new collection (64 of them at
+concurrency 64) need no hand-off each to be known.
 
 An env call run on the event loop sees no running event loop (as in a thread), so an env
 that calls ``asyncio.run`` itself still works.
@@ -24,21 +35,45 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from gem_core.errors import InvalidArgument
 
-__all__ = ["ENV_CALLS", "INLINE_MAX_S", "EnvCaller", "check_env_calls", "in_thread"]
+__all__ = ["ENV_CALLS", "INLINE_MAX_S", "REPROBE_AFTER", "EnvCaller", "check_env_calls", "in_thread"]
 
 ENV_CALLS = ("auto", "thread", "inline")
 #: The longest an env method's calls may take for ``"auto"`` to run them on the event loop.
 INLINE_MAX_S = 1e-3
+#: Quick calls in a row (in the thread pool) after which a kind found slow runs inline again.
+REPROBE_AFTER = 32
 
-# Per env object: {method name: True while its calls were quick, False once one was slow}.
-# Weak, so an env's entry goes with it; shared by every collection of this process.
-_SPEED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+class _Speed:
+    """What is known of one kind's method: ``quick`` None (timed once, in a thread), True
+    (inline) or False (in threads, ``streak`` quick calls in a row since)."""
+
+    __slots__ = ("quick", "streak")
+
+    def __init__(self) -> None:
+        self.quick: bool | None = None
+        self.streak = 0
+
+    def note(self, seconds: float) -> None:
+        if seconds > INLINE_MAX_S:
+            self.quick, self.streak = False, 0
+        elif self.quick is None:
+            self.quick = True
+        elif self.quick is False:
+            self.streak += 1
+            if self.streak >= REPROBE_AFTER:
+                self.quick = True
+
+
+# {(env class, unwrapped class, method name): its _Speed}, from the second call of a kind
+# on; shared by every collection of this process.
+_SPEED: dict[tuple[type, type, str], _Speed] = {}
+_SEEN: set[tuple[type, type, str]] = set()
 
 
 def check_env_calls(env_calls: str) -> str:
@@ -55,11 +90,8 @@ async def in_thread(
     return await asyncio.get_running_loop().run_in_executor(executor, lambda: fn(*args, **kwargs))
 
 
-def _speeds(env: Any) -> dict[str, bool] | None:
-    try:
-        return _SPEED.setdefault(env, {})
-    except TypeError:  # an object that cannot be weakly referenced: always measured anew
-        return None
+def _kind(env: Any, name: str) -> tuple[type, type, str]:
+    return (type(env), type(getattr(env, "unwrapped", env)), name)
 
 
 def _inline(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -93,15 +125,16 @@ class EnvCaller:
             return _inline(fn, args, kwargs)
         if self.mode == "thread":
             return await in_thread(self.executor, fn, *args, **kwargs)
-        speeds = _speeds(env)
-        quick = None if speeds is None else speeds.get(name)
-        if quick:
+        kind = _kind(env, name)
+        speed = _SPEED.get(kind)
+        if speed is None and kind in _SEEN:
+            speed = _SPEED.setdefault(kind, _Speed())
+        if speed is not None and speed.quick:
             start = time.perf_counter()
             try:
                 return _inline(fn, args, kwargs)
             finally:
-                if time.perf_counter() - start > INLINE_MAX_S:
-                    speeds[name] = False  # type: ignore[index]
+                speed.note(time.perf_counter() - start)
         took: list[float] = []
 
         def timed() -> Any:
@@ -114,5 +147,7 @@ class EnvCaller:
         try:
             return await in_thread(self.executor, timed)
         finally:
-            if speeds is not None and quick is None and took:
-                speeds[name] = took[0] <= INLINE_MAX_S
+            if speed is None:
+                _SEEN.add(kind)  # the first call: not counted
+            elif took:
+                speed.note(took[0])

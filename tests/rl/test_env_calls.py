@@ -19,7 +19,10 @@ LIMIT_S, SLOW_S = 0.05, 0.1
 
 @pytest.fixture(autouse=True)
 def _roomy_limit(monkeypatch):
+    """A roomy limit, and nothing known of any kind of env (what earlier tests taught is kept per process)."""
     monkeypatch.setattr(env_calls, "INLINE_MAX_S", LIMIT_S)
+    monkeypatch.setattr(env_calls, "_SPEED", {})
+    monkeypatch.setattr(env_calls, "_SEEN", set())
 
 
 class Probe(Env):
@@ -65,29 +68,52 @@ async def _calls(env: Probe, mode: str, steps: int, *, reset: bool = False) -> i
     return threading.get_ident()
 
 
-def test_auto_runs_a_quick_method_on_the_event_loop_after_its_first_call():
+def test_auto_runs_a_quick_method_on_the_event_loop_from_its_third_call():
     env = Probe(episode_len=100)
     loop_thread = asyncio.run(_calls(env, "auto", 5))
-    assert _places(env, loop_thread) == "TLLLL"
+    assert _places(env, loop_thread) == "TTLLL"  # the first call is not counted, the second is timed
 
 
-def test_auto_keeps_a_method_in_a_thread_for_good_once_a_call_was_slow():
+def test_a_slow_first_call_is_not_counted():
+    env = Probe(slow_steps={1}, episode_len=100)  # e.g. imports and caches on first use
+    loop_thread = asyncio.run(_calls(env, "auto", 4))
+    assert _places(env, loop_thread) == "TTLL"
+
+
+def test_auto_moves_a_method_to_threads_once_a_call_was_slow():
     env = Probe(slow_steps={3}, episode_len=100)
     loop_thread = asyncio.run(_calls(env, "auto", 7))
     # step 3 ran on the loop (quick so far) and took too long: steps 4.. go to the thread pool
-    assert _places(env, loop_thread) == "TLLTTTT"
-    slow_first = Probe(slow_steps={1}, episode_len=100)
-    loop_thread = asyncio.run(_calls(slow_first, "auto", 4))
-    assert _places(slow_first, loop_thread) == "TTTT"
+    assert _places(env, loop_thread) == "TTLTTTT"
+    slow_kind = type("Slow", (Probe,), {})(slow_steps={2, 3, 4, 5}, episode_len=100)
+    loop_thread = asyncio.run(_calls(slow_kind, "auto", 5))
+    assert _places(slow_kind, loop_thread) == "TTTTT"  # slow from its timed call on: never inline
 
 
-def test_each_method_is_timed_on_its_own_and_the_speed_outlives_the_episode():
-    env = Probe(episode_len=100)
-    loop_thread = asyncio.run(_calls(env, "auto", 3, reset=True))
-    assert _places(env, loop_thread, "reset") == "T" and _places(env, loop_thread) == "TLL"
-    env.threads.clear()
-    loop_thread = asyncio.run(_calls(env, "auto", 2, reset=True))  # a later collection reuses the env
-    assert _places(env, loop_thread, "reset") == "L" and _places(env, loop_thread) == "LL"
+def test_a_kind_found_slow_goes_inline_again_after_enough_quick_calls(monkeypatch):
+    monkeypatch.setattr(env_calls, "REPROBE_AFTER", 2)
+    env = Probe(slow_steps={3}, episode_len=100)
+    loop_thread = asyncio.run(_calls(env, "auto", 7))
+    assert _places(env, loop_thread) == "TTLTTLL"  # slow at 3, two quick ones in threads, back inline
+    monkeypatch.setattr(env_calls, "REPROBE_AFTER", 3)
+    mixed = type("Mixed", (Probe,), {})(slow_steps={2, 5, 8, 11}, episode_len=100)  # slow every third step
+    loop_thread = asyncio.run(_calls(mixed, "auto", 12))
+    assert _places(mixed, loop_thread) == "T" * 12  # never three quick ones in a row
+
+
+def test_what_is_learnt_holds_for_every_env_of_the_kind_and_each_method_on_its_own():
+    first = Probe(episode_len=100)
+    loop_thread = asyncio.run(_calls(first, "auto", 3, reset=True))
+    assert _places(first, loop_thread, "reset") == "T" and _places(first, loop_thread) == "TTL"
+    second = Probe(episode_len=100)  # a fresh env of the same kind, in a later collection
+    loop_thread = asyncio.run(_calls(second, "auto", 2, reset=True))
+    assert _places(second, loop_thread, "reset") == "T" and _places(second, loop_thread) == "LL"
+    third = Probe(episode_len=100)
+    loop_thread = asyncio.run(_calls(third, "auto", 1, reset=True))
+    assert _places(third, loop_thread, "reset") == "L"  # reset's second call was timed quick
+    other = type("Other", (Probe,), {})(episode_len=100)  # another kind starts from nothing
+    loop_thread = asyncio.run(_calls(other, "auto", 3))
+    assert _places(other, loop_thread) == "TTL"
 
 
 def test_thread_and_inline_modes_never_measure():
@@ -123,27 +149,6 @@ def test_an_inline_call_that_raises_propagates_and_the_loop_keeps_running():
     assert asyncio.run(main()) == "alive"
 
 
-def test_an_env_that_cannot_be_weakly_referenced_stays_in_threads():
-    class Slotted:
-        __slots__ = ("threads",)
-
-        def __init__(self):
-            self.threads = []
-
-        def step(self, action):
-            self.threads.append(("step", threading.get_ident()))
-
-    async def main(env):
-        caller = EnvCaller("auto")
-        for _ in range(3):
-            await caller(env, "step", "x")
-        return threading.get_ident()
-
-    env = Slotted()
-    loop_thread = asyncio.run(main(env))
-    assert _places(env, loop_thread) == "TTT"
-
-
 def test_unknown_mode_is_refused():
     with pytest.raises(InvalidArgument, match="env_calls must be one of"):
         EnvCaller("fast")
@@ -156,7 +161,7 @@ class EchoChat:
         return ChatResult(text="go", finish_reason="stop")
 
 
-@pytest.mark.parametrize(("mode", "expected"), [("auto", "TLLL"), ("thread", "TTTT"), ("inline", "LLLL")])
+@pytest.mark.parametrize(("mode", "expected"), [("auto", "TTLL"), ("thread", "TTTT"), ("inline", "LLLL")])
 def test_the_episode_loop_runs_env_calls_where_env_calls_says(mode, expected):
     async def main():
         env = Probe(episode_len=4)
