@@ -2,10 +2,11 @@
 
 A call handed to a thread pool costs two thread hand-offs, and each waits for the GIL:
 with 64 episodes in flight, their HTTP clients' threads and a model server on the same
-cores, a hand-off of a GuessTheNumber step (microseconds of work) took ~20 ms and the
-env calls were 3.8 % of the rollout's wall time (`benchmarks/bench_rollout_share.py`);
-run on the event loop, 0.2 %, and 30 % more episodes per second. But a slow call on the
-event loop stalls every episode of the collection. So by default (``"auto"``) each env
+cores, a hand-off of a GuessTheNumber step (microseconds of work) took ~20 ms, and the
+env calls took 1-28 % of the rollout's wall time over four runs
+(`benchmarks/bench_rollout_share.py`); run on the event loop, 0.6-1.4 % (episodes per
+second: 1.4-1.9x at concurrency 8; at 64, where the server is the bottleneck, 0.85-1.7x).
+But a slow call on the event loop stalls every episode of the collection. So by default (``"auto"``) each env
 method is timed, per kind of env (the env's class and its unwrapped class):
 
 - the first call of a kind runs in the thread pool and is not counted (it may pay for
