@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, SupportsFloat, TypeVar
 
 from gem_core import seeding
@@ -23,6 +23,7 @@ __all__ = [
     "RewardWrapper",
     "iter_layers",
     "find_layer",
+    "observation_text",
 ]
 
 ObsType = TypeVar("ObsType")
@@ -364,3 +365,27 @@ def find_layer(env: Env, cls: type[LayerT]) -> LayerT | None:
         if isinstance(layer, cls):
             return layer
     return None
+
+
+def observation_text(obs: Any) -> str:
+    """An observation as the text an LLM agent is prompted with; never raises.
+
+    A str unchanged; a mapping's ``"text"`` when it is a str (image envs give ``{"text":
+    ..., "images": [...]}``); ``None`` as ``""``; anything else ``str(obs)`` (its ``repr``,
+    cut at 10,000 characters, when ``__str__`` raises). The one rule every prompt builder
+    uses: the rollout engine, the history wrappers and the trainer adapters.
+    """
+    if isinstance(obs, str):
+        return obs
+    if isinstance(obs, Mapping) and isinstance(obs.get("text"), str):
+        return obs["text"]
+    if obs is None:
+        return ""
+    try:
+        return str(obs)
+    except Exception:
+        try:
+            text = repr(obs)
+        except Exception:
+            text = f"<{type(obs).__name__} object with a failing repr>"
+        return text if len(text) <= 10_000 else text[:9_997] + "..."

@@ -296,3 +296,28 @@ def test_one_hook_wrappers_require_their_hook(cls, call):
     env.env.reset()
     with pytest.raises(NotImplementedError):
         call(env)
+
+
+def test_observation_text_is_the_one_rule_for_prompts():
+    from gem_core.core import observation_text
+
+    class BrokenStr:
+        def __str__(self):
+            raise RuntimeError("no")
+
+        def __repr__(self):
+            return "<broken>"
+
+    class BrokenBoth:
+        def __str__(self):
+            raise RuntimeError("no")
+
+        __repr__ = __str__
+
+    assert observation_text("hi") == "hi"
+    assert observation_text({"text": "board", "images": [b"png"]}) == "board"
+    assert observation_text({"score": 1}) == "{'score': 1}"  # no text: the whole mapping
+    assert observation_text(None) == ""
+    assert observation_text(3) == "3"
+    assert observation_text(BrokenStr()) == "<broken>"
+    assert observation_text(BrokenBoth()) == "<BrokenBoth object with a failing repr>"

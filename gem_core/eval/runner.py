@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gem_core.core import Env, ObservationWrapper
+from gem_core.core import Env, ObservationWrapper, observation_text
 from gem_core.errors import DependencyNotInstalled, Error, InvalidArgument, check_positive_int
 from gem_core.eval import records as rec
 from gem_core.eval import user_sim
@@ -1163,7 +1163,6 @@ class _Session:
         """
         if self.formatter is None:
             return
-        from gem_core.rl.chat import _observation_text
         from gem_core.rl.loop import TokenConversation
 
         c = self.plan.config
@@ -1174,7 +1173,7 @@ class _Session:
         for env_id, env in self.prebuilt.items():
             try:
                 obs, _info = env.reset(seed=first[env_id])
-                prompt, _starts = TokenConversation(self.formatter).add_observation(_observation_text(obs))
+                prompt, _starts = TokenConversation(self.formatter).add_observation(observation_text(obs))
             except Exception:  # noqa: BLE001 - the episode records it as its own error
                 continue
             if len(prompt) + budget > c.max_context:

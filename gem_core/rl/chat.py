@@ -6,6 +6,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gem_core.core import observation_text
 from gem_core.errors import InvalidArgument, TemplateRewriteWarning
 
 __all__ = [
@@ -98,8 +99,8 @@ def _content_and_images(
     if isinstance(observation, list):  # content parts, already built
         return observation, []
     if not isinstance(observation, Mapping):
-        return _observation_text(observation), []
-    text = _observation_text(observation)
+        return observation_text(observation), []
+    text = observation_text(observation)
     images = observation.get("images")
     if images is None or (isinstance(images, (list, tuple)) and not images):
         return text, []
@@ -263,9 +264,3 @@ class ChatFormatter:
         )
 
 
-def _observation_text(obs: Any) -> str:
-    if isinstance(obs, str):
-        return obs
-    if isinstance(obs, Mapping) and isinstance(obs.get("text"), str):
-        return obs["text"]
-    return str(obs)

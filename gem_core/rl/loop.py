@@ -17,13 +17,12 @@ import warnings
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from gem_core.core import Env
+from gem_core.core import Env, observation_text
 from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.rl.chat import (
     ChatFormatter,
     TemplateRewriteWarning,
     _content_and_images,
-    _observation_text,
     chat_messages,
 )
 from gem_core.rl.env_calls import EnvCaller
@@ -125,7 +124,7 @@ async def _play(
         except Exception as exc:
             _fail(episode, "env.reset", exc)
             return episode
-        obs_text = _observation_text(obs)
+        obs_text = observation_text(obs)
         while True:
             if max_turns is not None and len(episode.turns) >= max_turns:
                 episode.end_reason = "max_turns"
@@ -426,7 +425,7 @@ def _record_step(episode: Episode, turn: Turn, step: tuple[Any, ...]) -> tuple[s
         episode.end_reason = "terminated"
     elif env_truncated:
         episode.end_reason = "env_truncated"
-    return _observation_text(obs), bool(terminated or env_truncated)
+    return observation_text(obs), bool(terminated or env_truncated)
 
 
 def _check_options(layout: str, truncated_response: str) -> None:

@@ -6,7 +6,7 @@ import difflib
 from collections import deque
 from typing import Any
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, Wrapper, observation_text
 from gem_core.errors import InvalidArgument
 
 __all__ = [
@@ -49,18 +49,6 @@ def render_action(action: Any, limit: int = 200) -> str:
     Never raises (a failing ``__repr__`` gives ``<T object with a failing repr>``).
     """
     return action if isinstance(action, str) else _safe_repr(action, limit)
-
-
-def _obs_text(obs: Any) -> str:
-    """An observation as text: a str unchanged, a dict's ``"text"``, else ``str(obs)``."""
-    if isinstance(obs, str):
-        return obs
-    if isinstance(obs, dict) and isinstance(obs.get("text"), str):
-        return obs["text"]
-    try:
-        return str(obs)
-    except Exception:
-        return _safe_repr(obs, 10_000)
 
 
 def _omitted(n: int) -> str:
@@ -208,11 +196,11 @@ class HistoryWrapper(Wrapper):
         if self.format == "concat":
             return _SEP.join(
                 self._with_omitted(
-                    [_obs_text(obs) for _, obs in self._turns], [_obs_text(self._instruction)]
+                    [observation_text(obs) for _, obs in self._turns], [observation_text(self._instruction)]
                 )
             )
         if self.format == "concat_with_action":
-            head = [f"{ENV_MARKER}\n{_obs_text(self._instruction)}"]
+            head = [f"{ENV_MARKER}\n{observation_text(self._instruction)}"]
             return _SEP.join(self._with_omitted(self._action_blocks(), head))
         return self._summary(latest)
 
@@ -224,20 +212,20 @@ class HistoryWrapper(Wrapper):
         blocks: list[str] = []
         for action, obs in self._turns:
             blocks.append(f"{AGENT_MARKER}\n{render_action(action, self.action_repr_chars)}")
-            blocks.append(f"{ENV_MARKER}\n{_obs_text(obs)}")
+            blocks.append(f"{ENV_MARKER}\n{observation_text(obs)}")
         return blocks
 
     def _chat(self) -> list[dict[str, str]]:
-        messages = [{"role": "user", "content": _obs_text(self._instruction)}]
+        messages = [{"role": "user", "content": observation_text(self._instruction)}]
         for action, obs in self._turns:
             messages.append(
                 {"role": "assistant", "content": render_action(action, self.action_repr_chars)}
             )
-            messages.append({"role": "user", "content": _obs_text(obs)})
+            messages.append({"role": "user", "content": observation_text(obs)})
         return messages
 
     def _summary(self, latest: Any) -> str:
-        instruction = _obs_text(self._instruction)
+        instruction = observation_text(self._instruction)
         if self._turn_count == 0:
             return instruction
         summary = self.env.state_summary()
@@ -251,7 +239,7 @@ class HistoryWrapper(Wrapper):
                 [
                     instruction,
                     f"{SUMMARY_MARKER}\n{summary}",
-                    f"{LATEST_MARKER}\n{_obs_text(latest)}",
+                    f"{LATEST_MARKER}\n{observation_text(latest)}",
                 ]
             )
         recent = _SEP.join(self._with_omitted(self._action_blocks(), []))

@@ -176,9 +176,12 @@ def test_run_jobs_limits_concurrency_and_keeps_job_order(tiny_tokenizer, counted
 @pytest.mark.parametrize("loop", ["token", "chat"])
 def test_cancelling_a_collection_closes_every_env(tiny_tokenizer, counted, loop):
     started = asyncio.Event()
+    waiting = []
 
     async def hang(*args):
-        started.set()
+        waiting.append(args)
+        if len(waiting) == 2:  # both episodes in flight (env built, reset, first request sent)
+            started.set()
         await asyncio.sleep(30)
 
     if loop == "token":

@@ -6,9 +6,9 @@ from collections import deque
 from typing import Any, TypeVar
 
 from gem_core.compat.core import ForwardingMixin, reset_options
-from gem_core.core import Env
+from gem_core.core import Env, observation_text
 from gem_core.errors import InvalidArgument
-from gem_core.wrappers.history import HistoryWrapper, _obs_text
+from gem_core.wrappers.history import HistoryWrapper
 
 __all__ = ["ObservationWrapper", "WrapperObsType", "maybe_add_new_line"]
 
@@ -79,7 +79,7 @@ class ObservationWrapper(ForwardingMixin, HistoryWrapper):
         obs, info = self.env.reset(seed=seed, options=reset_options(options, kwargs))
         if self.apply_chat_template_on_reset:
             obs = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": _obs_text(obs)}], tokenize=False, add_generation_prompt=True
+                [{"role": "user", "content": observation_text(obs)}], tokenize=False, add_generation_prompt=True
             )
         self._instruction = obs
         self._turns.clear()

@@ -38,6 +38,7 @@ from roll.utils.constants import GenerateStopReason
 from roll.utils.hash_utils import compute_object_hash
 from tensordict import TensorDict
 
+from gem_core.core import observation_text
 from gem_core.errors import InvalidArgument
 from gem_core.rl import TokenConversation
 from gem_core.rl.chat import ChatFormatter
@@ -154,10 +155,7 @@ class GemStepEnvManager(_GemEpisode, StepEnvManager):
     def _gem_observation_text(self, cache: RolloutCache) -> str:
         entry = cache.history[-1]
         template = self.agent_template
-        obs = entry["observation"]
-        if isinstance(obs, dict):  # image envs: the text part
-            obs = obs.get("text", "")
-        obs = "" if obs is None else str(obs)
+        obs = observation_text(entry["observation"])  # image envs: the text part
         if not template:
             return obs
         values = {
