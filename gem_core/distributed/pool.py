@@ -336,9 +336,9 @@ class RayEnvPool(Closing):
                 zero-argument factory.
             env_kwargs: constructor kwargs (env ids only).
         """
-        from gem_core.rl.collect import _make_env
+        from gem_core.rl.collect import env_from_source
 
-        session = self.bind(functools.partial(_make_env, env_kwargs=dict(env_kwargs or {})), None)
+        session = self.bind(functools.partial(env_from_source, env_kwargs=dict(env_kwargs or {})), None)
         env = await session.acquire(source)
         assert isinstance(env, RemoteEnv)
         healthy = False

@@ -145,7 +145,7 @@ def _bounded_lines(f: Any, limit: int) -> Iterator[bytes]:
 
 
 def _loads(text: str) -> Any:
-    from gem_core.tools._text import loads_bounded
+    from gem_core.tools.text import loads_bounded
 
     return loads_bounded(text, max_depth=MAX_RECORD_DEPTH, max_chars=MAX_RECORD_BYTES)
 

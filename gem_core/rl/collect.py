@@ -22,7 +22,7 @@ from gem_core.rl.loop import _check_options, run_episode
 from gem_core.rl.sampling import Policy, SamplingParams, derive_seed
 from gem_core.rl.types import Episode
 
-__all__ = ["EpisodeJob", "run_jobs", "collect_episodes", "collect_episodes_sync"]
+__all__ = ["EpisodeJob", "EnvSource", "env_from_source", "run_jobs", "collect_episodes", "collect_episodes_sync"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _source_name(source: EnvSource) -> str:
     )
 
 
-def _make_env(source: EnvSource, env_kwargs: Mapping[str, Any]) -> Env:
+def env_from_source(source: EnvSource, env_kwargs: Mapping[str, Any]) -> Env:
     """The env of ``source``: ``gem_core.make(id, **env_kwargs)``, or the factory's env."""
     if isinstance(source, str):
         from gem_core.registration import make
@@ -280,7 +280,7 @@ async def collect_episodes(
     return await run_jobs(
         jobs,
         play,
-        make_env=functools.partial(_make_env, env_kwargs=dict(env_kwargs or {})),
+        make_env=functools.partial(env_from_source, env_kwargs=dict(env_kwargs or {})),
         sampling=sampling,
         concurrency=concurrency,
         layout=layout,

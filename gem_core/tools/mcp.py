@@ -18,16 +18,16 @@ from gem_core.errors import (
     MCPConnectionError,
     import_optional,
 )
-from gem_core.tools._text import (
+from gem_core.tools.base import Tool, ToolCall, ToolResult
+from gem_core.tools.text import (
     MAX_JSON_CHARS,
     MAX_JSON_DEPTH,
     JSONLimitError,
     is_text,
     loads_bounded,
 )
-from gem_core.tools.base import Tool, ToolCall, ToolResult
 
-__all__ = ["MCPTool", "MCPConnectionError", "MAX_JSON_CHARS", "MAX_JSON_DEPTH"]
+__all__ = ["MCPTool", "MCPConnectionError", "MAX_JSON_CHARS", "MAX_JSON_DEPTH", "parse_body"]
 
 _OPEN = "<tool_call>"
 _CLOSE = "</tool_call>"
@@ -560,7 +560,7 @@ class MCPTool(Tool):
         else:
             body, stop = action[body_start:end], end + len(_CLOSE)
         try:
-            name, arguments, error = _parse_body(body)
+            name, arguments, error = parse_body(body)
         except Exception as exc:  # noqa: BLE001 - parse never raises (the Tool contract)
             name, arguments, error = None, None, f"unreadable call ({type(exc).__name__})"
         payload = {"name": name, "arguments": arguments, "error": error}
@@ -642,7 +642,7 @@ async def _owning_client(open_fn: Callable[..., Any], url: str, client: Any):
         yield streams
 
 
-def _parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
+def parse_body(body: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """``(name, arguments, error)`` of the text between the tool-call tags.
 
     Linear in ``len(body)`` whatever it holds: the XML form is cut with `str.find` (no

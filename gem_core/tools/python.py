@@ -9,8 +9,8 @@ import threading
 from typing import Any
 
 from gem_core.errors import InvalidArgument
-from gem_core.tools._text import first_block
 from gem_core.tools.base import Tool, ToolCall, ToolResult
+from gem_core.tools.text import first_block
 
 __all__ = ["PythonCodeTool"]
 

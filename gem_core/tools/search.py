@@ -9,8 +9,8 @@ from typing import Any
 
 from gem_core.errors import InvalidArgument, check_positive_int
 from gem_core.search.base import Passage, Retriever, SearchBackendError
-from gem_core.tools._text import innermost_first_block
 from gem_core.tools.base import Tool, ToolCall, ToolResult
+from gem_core.tools.text import innermost_first_block
 
 __all__ = ["SearchTool", "format_passages"]
 

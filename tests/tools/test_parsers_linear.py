@@ -32,9 +32,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gem_core.tools._text import json_depth, loads_bounded
 from gem_core.tools.python import PythonCodeTool
 from gem_core.tools.search import SearchTool
+from gem_core.tools.text import json_depth, loads_bounded
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -342,9 +342,9 @@ def test_search_parse_matches_the_old_regex(action):
 @given(st.lists(st.sampled_from(_PIECES[-14:] + [" ", "\n", "x", "<"]), max_size=10).map("".join))
 def test_mcp_xml_form_matches_the_old_regex(body):
     pytest.importorskip("mcp", reason='the MCP SDK is not installed: pip install "gem-core[mcp]"')
-    from gem_core.tools.mcp import _parse_body
+    from gem_core.tools.mcp import parse_body
 
     text = "<tool_name>" + body
-    assert _parse_body(text) == _old_xml(text.strip())
+    assert parse_body(text) == _old_xml(text.strip())
     if body.strip().startswith("<"):
-        assert _parse_body(body) == _old_xml(body.strip())
+        assert parse_body(body) == _old_xml(body.strip())

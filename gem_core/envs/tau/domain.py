@@ -20,7 +20,7 @@ import sqlite3
 from collections import Counter
 from typing import Any
 
-from gem_core.tools._text import is_text
+from gem_core.tools.text import is_text
 
 __all__ = [
     "Retail",

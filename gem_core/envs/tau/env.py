@@ -53,7 +53,7 @@ def parse_tool_call(action: str) -> tuple[str | None, dict[str, Any] | None, str
     runs to the end of the action. ``error`` says what is wrong with a malformed block.
     Never raises; linear in ``len(action)``.
     """
-    from gem_core.tools.mcp import _parse_body
+    from gem_core.tools.mcp import parse_body
 
     start = action.find(_OPEN)
     if start < 0:
@@ -62,7 +62,7 @@ def parse_tool_call(action: str) -> tuple[str | None, dict[str, Any] | None, str
     end = action.find(_CLOSE, body_start)
     body = action[body_start:] if end < 0 else action[body_start:end]
     try:
-        return _parse_body(body)
+        return parse_body(body)
     except Exception as exc:  # noqa: BLE001 - a reader bug is a malformed call, never a crash
         return None, None, f"unreadable call ({type(exc).__name__})"
 
