@@ -182,7 +182,7 @@ def test_wrappers_reach_tool_env_wrapper_lazily():
 
 # Private names one subpackage still takes from another: the vector env's worker internals,
 # which Ray's vector env and pool reuse until the public worker seam (issue 36, item 4:
-# `gem_core.vector.transport`) replaces them, and the Ray set-up helpers of the test kit.
+# `gem_core.vector.transport`) replaces them.
 # Shrink this list; never grow it.
 KNOWN_PRIVATE_IMPORTS = {
     ("gem_core.distributed.pool", "gem_core.vector.async_vector_env._resolve_timeout"),
@@ -190,8 +190,6 @@ KNOWN_PRIVATE_IMPORTS = {
     ("gem_core.distributed.vector", "gem_core.vector.async_vector_env._fatal"),
     ("gem_core.distributed.vector", "gem_core.vector.async_vector_env._resolve_timeout"),
     ("gem_core.distributed.vector", "gem_core.vector.async_vector_env._Worker"),
-    ("gem_core.testing.ray_cluster", "gem_core.distributed._ray.RAY_LOOPBACK_ENV"),
-    ("gem_core.testing.ray_cluster", "gem_core.distributed._ray.import_ray"),
 }
 
 

@@ -17,5 +17,7 @@ __all__, __getattr__, __dir__ = _lazy.lazy_package(
         "RemoteEnv": "gem_core.distributed.pool",
         "RayConnectionError": "gem_core.distributed._ray",
         "connect": "gem_core.distributed._ray",
+        "import_ray": "gem_core.distributed._ray",
+        "RAY_LOOPBACK_ENV": "gem_core.distributed._ray",
     },
 )

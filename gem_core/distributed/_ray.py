@@ -12,7 +12,7 @@ from typing import Any
 
 from gem_core.errors import InvalidArgument, RayConnectionError, import_optional
 
-__all__ = ["RayConnectionError", "import_ray", "connect", "DEFAULT_CONNECT_TIMEOUT"]
+__all__ = ["RayConnectionError", "import_ray", "connect", "DEFAULT_CONNECT_TIMEOUT", "RAY_LOOPBACK_ENV"]
 
 DEFAULT_CONNECT_TIMEOUT = 30.0
 """Seconds `connect` waits for a cluster address to answer."""

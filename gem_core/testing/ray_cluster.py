@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gem_core.distributed._ray import RAY_LOOPBACK_ENV
+from gem_core.distributed import RAY_LOOPBACK_ENV
 
 __all__ = ["loopback_cluster", "RAY_LOOPBACK_ENV"]
 
@@ -53,7 +53,7 @@ def loopback_cluster(temp_dir: str | os.PathLike[str], *, num_nodes: int = 2,
         RuntimeError: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` was not set before Ray was
             imported, or a node advertises an address other than 127.0.0.1.
     """
-    from gem_core.distributed._ray import import_ray
+    from gem_core.distributed import import_ray
 
     ray = import_ray()
     from ray._private import ray_constants
