@@ -33,6 +33,13 @@ def raising_step(env: GenericTestEnv, action: Any):
     return counting_step(env, action)
 
 
+def short_step(env: GenericTestEnv, action: Any):
+    """Returns four values instead of five when the action is ``"short"``; else counts."""
+    if action == "short":
+        return "obs", 0.0, False, {}
+    return counting_step(env, action)
+
+
 class GenericTestEnv(Env[str, Any]):
     """An env built from functions: ``GenericTestEnv(step_fn=..., episode_len=3)``.
 

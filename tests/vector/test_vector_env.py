@@ -7,7 +7,7 @@ import pytest
 
 from gem_core.errors import ClosedEnvError, InvalidArgument, ResetNeeded, WorkerError
 from gem_core.vector import AutoresetMode
-from tests.testing_env import GenericTestEnv, raising_step
+from tests.testing_env import GenericTestEnv, raising_step, short_step
 from tests.vector.conftest import generic
 
 pytestmark = pytest.mark.timeout(60)
@@ -362,6 +362,16 @@ def test_raising_sub_env_is_reported_and_others_step(build, kind):
     assert not truncated.any()
     obs, *_ = vec.step(["a", "b", "c"])
     assert obs == ["obs 1", "obs 3", "obs 3"]
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_a_malformed_step_result_fails_that_sub_env_only(build, mode):
+    vec = build([generic(3), generic(3, step_fn=short_step), generic(3)], autoreset_mode=mode)
+    vec.reset(seed=0)
+    obs, rewards, terminated, truncated, infos = vec.step(["a", "short", "a"])
+    assert obs[0] == obs[2] == "obs 1" and truncated.tolist() == [False, True, False]
+    assert isinstance(infos[1]["error"], WorkerError) and infos[1]["error"].exc_type == "ValueError"
+    assert rewards.tolist()[1] == 0.0 and not terminated.any()
 
 
 def test_raising_sub_env_same_step(build):
