@@ -370,18 +370,21 @@ def find_layer(env: Env, cls: type[LayerT]) -> LayerT | None:
 def observation_text(obs: Any) -> str:
     """An observation as the text an LLM agent is prompted with; never raises.
 
-    A str unchanged; a mapping's ``"text"`` when it is a str (image envs give ``{"text":
-    ..., "images": [...]}``); ``None`` as ``""``; anything else ``str(obs)`` (its ``repr``,
-    cut at 10,000 characters, when ``__str__`` raises). The one rule every prompt builder
-    uses: the rollout engine, the history wrappers and the trainer adapters.
+    A str unchanged; a multimodal observation — a mapping with a ``"text"`` or ``"images"``
+    key, as image envs give ``{"text": ..., "images": [...]}`` — its text (``""`` when that
+    is missing or ``None``: image bytes never reach a prompt); ``None`` as ``""``; anything
+    else ``str(obs)`` (its ``repr``, cut at 10,000 characters, when ``__str__`` raises).
+    The one rule every prompt builder uses: the rollout engine, the history wrappers and
+    the trainer adapters.
     """
     if isinstance(obs, str):
         return obs
-    if isinstance(obs, Mapping) and isinstance(obs.get("text"), str):
-        return obs["text"]
     if obs is None:
         return ""
     try:
+        if isinstance(obs, Mapping) and ("text" in obs or "images" in obs):
+            text = obs.get("text")
+            return "" if text is None else text if isinstance(text, str) else str(text)
         return str(obs)
     except Exception:
         try:

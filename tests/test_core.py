@@ -316,7 +316,18 @@ def test_observation_text_is_the_one_rule_for_prompts():
 
     assert observation_text("hi") == "hi"
     assert observation_text({"text": "board", "images": [b"png"]}) == "board"
-    assert observation_text({"score": 1}) == "{'score': 1}"  # no text: the whole mapping
+    assert observation_text({"images": [b"png"]}) == observation_text({"text": None, "images": []}) == ""
+    assert observation_text({"text": 7}) == "7"
+    assert observation_text({"score": 1}) == "{'score': 1}"  # not multimodal: the whole mapping
+
+    class BadMapping(dict):
+        def __contains__(self, key):
+            raise RuntimeError("no")
+
+        def __repr__(self):
+            return "<bad mapping>"
+
+    assert observation_text(BadMapping()) == "<bad mapping>"
     assert observation_text(None) == ""
     assert observation_text(3) == "3"
     assert observation_text(BrokenStr()) == "<broken>"

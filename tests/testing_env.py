@@ -34,9 +34,12 @@ def raising_step(env: GenericTestEnv, action: Any):
 
 
 def short_step(env: GenericTestEnv, action: Any):
-    """Returns four values instead of five when the action is ``"short"``; else counts."""
+    """Returns four values instead of five when the action is ``"short"``, a generator of the
+    five for ``"lazy"``; else counts."""
     if action == "short":
         return "obs", 0.0, False, {}
+    if action == "lazy":
+        return (x for x in counting_step(env, action))
     return counting_step(env, action)
 
 

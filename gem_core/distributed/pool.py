@@ -154,6 +154,8 @@ class RemoteEnv(Env):
         - a result that cannot be pickled: `WorkerError` with ``exc_type`` the pickling error.
     """
 
+    blocking_calls = True  # every call waits for the actor: never on the event loop (gem_core.rl.env_calls)
+
     def __init__(self, pool: RayEnvPool, actor: _Actor, slot: int, spec_id: str | None):
         self._pool = pool
         self._actor = actor

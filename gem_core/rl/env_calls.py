@@ -10,22 +10,27 @@ But a slow call on the event loop stalls every episode of the collection. So by 
 method is timed, per kind of env (the env's class and its unwrapped class):
 
 - the first call of a kind runs in the thread pool and is not counted (it may pay for
-  imports and caches); the second runs there too and is timed;
-- while the calls of a kind take at most `INLINE_MAX_S`, the next ones — of any env of
-  that kind — run on the event loop;
+  imports and caches); the next `QUICK_SAMPLES` run there too, timed;
+- once those all took at most `INLINE_MAX_S`, the next calls — of any env of that kind —
+  run on the event loop, still timed;
 - once one took longer, that kind's calls run in the thread pool (timed) until
   `REPROBE_AFTER` of them in a row were quick again (a call slowed by the OS, not by the
-  env, does not send a cheap env to the threads for good).
+  env, does not send a cheap env to the threads for good); each slow call on the event
+  loop doubles that count for the kind, so an env that is only sometimes slow soon stays in
+  the threads.
 
-A game's step goes inline from its third call; a sandboxed code run, a search, a remote
-(Ray) env or an env waiting for a user simulator stays in the thread pool (an env slow on
-one step in three, e.g. a tool env, runs a slow step on the event loop about once per
-10^6 steps). Keyed by
-kind, not by env object, so the fresh envs of a new collection (64 of them at
-concurrency 64) need no hand-off each to be known.
+A game's step goes inline from its fifth call; a sandboxed code run, a search or an env
+waiting for a user simulator stays in the thread pool. An env class whose calls block by
+design declares ``blocking_calls = True`` (`gem_core.distributed.RemoteEnv` does: each call
+waits for a Ray actor) and never runs inline. Keyed by kind, not by env object, so the
+fresh envs of a new collection (64 of them at concurrency 64) need no hand-off each to be
+known. The learnt state is per process, shared by its event loops (updates may race; the
+worst outcome is one more call in the wrong place).
 
 An env call run on the event loop sees no running event loop (as in a thread), so an env
-that calls ``asyncio.run`` itself still works.
+that calls ``asyncio.run`` itself still works; the thread's current event loop is put
+back afterwards. An env that waits on a coroutine it submitted to the engine's own loop
+(``asyncio.run_coroutine_threadsafe(..., loop).result()``) must use ``"thread"``.
 
 ``"thread"``: always the thread pool (the behaviour before ``"auto"``). ``"inline"``:
 always the event loop (for envs known to be cheap; a slow call stalls the others).
@@ -41,34 +46,41 @@ from typing import Any
 
 from gem_core.errors import InvalidArgument
 
-__all__ = ["ENV_CALLS", "INLINE_MAX_S", "REPROBE_AFTER", "EnvCaller", "check_env_calls", "in_thread"]
+__all__ = ["ENV_CALLS", "INLINE_MAX_S", "QUICK_SAMPLES", "REPROBE_AFTER", "EnvCaller", "check_env_calls", "in_thread"]
 
 ENV_CALLS = ("auto", "thread", "inline")
 #: The longest an env method's calls may take for ``"auto"`` to run them on the event loop.
 INLINE_MAX_S = 1e-3
-#: Quick calls in a row (in the thread pool) after which a kind found slow runs inline again.
+#: Timed quick calls (in the thread pool) a kind needs before its calls run inline.
+QUICK_SAMPLES = 3
+#: Quick calls in a row (in the thread pool) after which a kind found slow runs inline again
+#: (doubled by each slow call on the event loop).
 REPROBE_AFTER = 32
 
 
 class _Speed:
-    """What is known of one kind's method: ``quick`` None (timed once, in a thread), True
-    (inline) or False (in threads, ``streak`` quick calls in a row since)."""
+    """What is known of one kind's method: ``quick`` None (being timed in threads: ``streak``
+    quick calls so far), True (inline) or False (in threads, ``streak`` quick calls in a row
+    since, ``reprobe`` of them needed to go inline again)."""
 
-    __slots__ = ("quick", "streak")
+    __slots__ = ("quick", "streak", "reprobe")
 
     def __init__(self) -> None:
         self.quick: bool | None = None
         self.streak = 0
+        self.reprobe = REPROBE_AFTER
 
     def note(self, seconds: float) -> None:
         if seconds > INLINE_MAX_S:
+            if self.quick:  # a slow call ran on the event loop: wait twice as long next time
+                self.reprobe *= 2
             self.quick, self.streak = False, 0
-        elif self.quick is None:
-            self.quick = True
-        elif self.quick is False:
-            self.streak += 1
-            if self.streak >= REPROBE_AFTER:
-                self.quick = True
+            return
+        if self.quick:
+            return
+        self.streak += 1
+        if self.streak >= (QUICK_SAMPLES if self.quick is None else self.reprobe):
+            self.quick, self.streak = True, 0
 
 
 # {(env class, unwrapped class, method name): its _Speed}, from the second call of a kind
@@ -91,18 +103,32 @@ async def in_thread(
     return await asyncio.get_running_loop().run_in_executor(executor, lambda: fn(*args, **kwargs))
 
 
-def _kind(env: Any, name: str) -> tuple[type, type, str]:
-    return (type(env), type(getattr(env, "unwrapped", env)), name)
+def _kind(env: Any, name: str) -> tuple[type, type, str] | None:
+    """``(env class, unwrapped class, method)``, or None: never inline (the env says its calls
+    block, or its ``unwrapped`` raises)."""
+    if getattr(type(env), "blocking_calls", False):
+        return None
+    try:
+        return (type(env), type(env.unwrapped), name)
+    except Exception:
+        return None
 
 
 def _inline(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` on this thread with no running event loop set, as in a worker thread."""
     loop = asyncio._get_running_loop()  # public-but-underscored: the API uvloop and others use
+    # An asyncio.run inside the call sets the thread's current loop to None when it ends:
+    # put back the one there was (the default policy keeps it in ``_local._loop``).
+    policy = asyncio.get_event_loop_policy()
+    local = getattr(policy, "_local", None)
+    current = getattr(local, "_loop", None)
     asyncio._set_running_loop(None)
     try:
         return fn(*args, **kwargs)
     finally:
         asyncio._set_running_loop(loop)
+        if local is not None and getattr(local, "_loop", None) is not current:
+            policy.set_event_loop(current)
 
 
 class EnvCaller:
@@ -127,6 +153,8 @@ class EnvCaller:
         if self.mode == "thread":
             return await in_thread(self.executor, fn, *args, **kwargs)
         kind = _kind(env, name)
+        if kind is None:
+            return await in_thread(self.executor, fn, *args, **kwargs)
         speed = _SPEED.get(kind)
         if speed is None and kind in _SEEN:
             speed = _SPEED.setdefault(kind, _Speed())

@@ -45,8 +45,9 @@ class SubEnvBatch:
     """Sub-envs with global indices ``offset .. offset + len(envs) - 1``.
 
     ``needs_reset[i]`` is True while local sub-env ``i`` has no live episode (never
-    reset, ended, or failed). Each method returns plain lists so that a worker can send
-    them in one message; ``failed`` lists the global indices whose call raised.
+    reset, ended, or failed). Each method returns plain lists (`step` of every sub-env:
+    tuples for rewards and flags) so that a worker can send them in one message;
+    ``failed`` lists the global indices whose call raised.
     """
 
     __slots__ = ("envs", "offset", "mode", "needs_reset")
@@ -149,8 +150,11 @@ class SubEnvBatch:
             if needs[i]:
                 add(self._autoreset(i, failed))
                 continue
-            try:  # unpacked here, so a malformed result fails this sub-env only
-                _, _, term, trunc, _ = result = envs[i].step(action)
+            try:  # checked here, so a malformed result fails this sub-env only
+                result = envs[i].step(action)
+                if type(result) is not tuple:
+                    result = tuple(result)
+                _, _, term, trunc, _ = result
             except Exception as e:
                 term, trunc = False, True
                 result = (None, 0.0, False, True, {"error": make_worker_error(self.offset + i, "step", e)})

@@ -21,6 +21,7 @@ LIMIT_S, SLOW_S = 0.05, 0.1
 def _roomy_limit(monkeypatch):
     """A roomy limit, and nothing known of any kind of env (what earlier tests taught is kept per process)."""
     monkeypatch.setattr(env_calls, "INLINE_MAX_S", LIMIT_S)
+    monkeypatch.setattr(env_calls, "QUICK_SAMPLES", 1)  # one timed call decides (tests of the default below)
     monkeypatch.setattr(env_calls, "_SPEED", {})
     monkeypatch.setattr(env_calls, "_SEEN", set())
 
@@ -74,6 +75,44 @@ def test_auto_runs_a_quick_method_on_the_event_loop_from_its_third_call():
     assert _places(env, loop_thread) == "TTLLL"  # the first call is not counted, the second is timed
 
 
+def test_by_default_three_timed_calls_decide(monkeypatch):
+    monkeypatch.setattr(env_calls, "QUICK_SAMPLES", 3)
+    env = Probe(episode_len=100)
+    loop_thread = asyncio.run(_calls(env, "auto", 6))
+    assert _places(env, loop_thread) == "TTTTLL"
+    once_slow = type("OnceSlow", (Probe,), {})(slow_steps={3}, episode_len=100)
+    loop_thread = asyncio.run(_calls(once_slow, "auto", 6))
+    assert _places(once_slow, loop_thread) == "TTTTTT"  # its third call was slow: back to counting streaks
+
+
+def test_each_slow_call_on_the_loop_doubles_the_quick_calls_needed_to_go_back(monkeypatch):
+    monkeypatch.setattr(env_calls, "REPROBE_AFTER", 2)
+    env = Probe(slow_steps={3, 8}, episode_len=100)
+    loop_thread = asyncio.run(_calls(env, "auto", 17))
+    # slow at 3 on the loop: 2 -> 4 quick ones needed (4-7); inline at 8, slow: 8 needed (9-16); inline at 17
+    assert _places(env, loop_thread) == "TTL" + "TTTT" + "L" + "T" * 8 + "L"
+
+
+def test_an_env_that_declares_blocking_calls_never_runs_inline():
+    blocking = type("Blocking", (Probe,), {"blocking_calls": True})(episode_len=100)
+    loop_thread = asyncio.run(_calls(blocking, "auto", 5))
+    assert _places(blocking, loop_thread) == "TTTTT"
+    from gem_core.distributed import RemoteEnv
+
+    assert RemoteEnv.blocking_calls is True
+
+
+def test_an_env_whose_unwrapped_raises_runs_in_threads():
+    class NoUnwrapped(Probe):
+        @property
+        def unwrapped(self):
+            raise RuntimeError("no unwrapped here")
+
+    env = NoUnwrapped(episode_len=100)
+    loop_thread = asyncio.run(_calls(env, "auto", 4))
+    assert _places(env, loop_thread) == "TTTT" and env.steps == 4
+
+
 def test_a_slow_first_call_is_not_counted():
     env = Probe(slow_steps={1}, episode_len=100)  # e.g. imports and caches on first use
     loop_thread = asyncio.run(_calls(env, "auto", 4))
@@ -93,8 +132,9 @@ def test_auto_moves_a_method_to_threads_once_a_call_was_slow():
 def test_a_kind_found_slow_goes_inline_again_after_enough_quick_calls(monkeypatch):
     monkeypatch.setattr(env_calls, "REPROBE_AFTER", 2)
     env = Probe(slow_steps={3}, episode_len=100)
-    loop_thread = asyncio.run(_calls(env, "auto", 7))
-    assert _places(env, loop_thread) == "TTLTTLL"  # slow at 3, two quick ones in threads, back inline
+    loop_thread = asyncio.run(_calls(env, "auto", 9))
+    # slow at 3 on the loop (which doubles the 2 needed): four quick ones in threads, back inline
+    assert _places(env, loop_thread) == "TTLTTTTLL"
     monkeypatch.setattr(env_calls, "REPROBE_AFTER", 3)
     mixed = type("Mixed", (Probe,), {})(slow_steps={2, 5, 8, 11}, episode_len=100)  # slow every third step
     loop_thread = asyncio.run(_calls(mixed, "auto", 12))
@@ -129,6 +169,16 @@ def test_an_env_running_its_own_event_loop_works_inline():
     env = Probe(episode_len=100, nested_asyncio=True)
     loop_thread = asyncio.run(_calls(env, "inline", 3))
     assert _places(env, loop_thread) == "LLL" and env.steps == 3
+    # The thread's current event loop is put back after each call (asyncio.run clears it):
+    # code that drives its own loop with run_until_complete keeps working.
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(_calls(Probe(episode_len=100, nested_asyncio=True), "inline", 2))
+        assert asyncio.get_event_loop_policy().get_event_loop() is loop
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def test_an_inline_call_that_raises_propagates_and_the_loop_keeps_running():

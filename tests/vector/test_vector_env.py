@@ -372,6 +372,9 @@ def test_a_malformed_step_result_fails_that_sub_env_only(build, mode):
     assert obs[0] == obs[2] == "obs 1" and truncated.tolist() == [False, True, False]
     assert isinstance(infos[1]["error"], WorkerError) and infos[1]["error"].exc_type == "ValueError"
     assert rewards.tolist()[1] == 0.0 and not terminated.any()
+    vec.reset(seed=0)
+    obs, rewards, *_ = vec.step(["a", "lazy", "a"])  # any 5-item iterable is a step result
+    assert obs == ["obs 1"] * 3 and rewards.tolist() == [1.0] * 3
 
 
 def test_raising_sub_env_same_step(build):
